@@ -1,0 +1,1 @@
+"""The `vhd` command line: a thin layer over flows, warehouse and envs."""

@@ -1,0 +1,176 @@
+"""The implementation of each `vhd` command."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from cli.output import arrow_rows, console, print_rows
+
+
+def is_user_error(error: BaseException) -> bool:
+    """Errors caused by input (shown as one line) rather than by a bug (shown with a traceback)."""
+    from mechanisms.registry import UnknownFamilyError
+    from tasks.plan import PlanError
+    from warehouse.catalog import QueryError
+    from warehouse.location import WarehouseError
+
+    from cli.main import CliError
+
+    return isinstance(error, (CliError, PlanError, QueryError, WarehouseError, UnknownFamilyError, ValueError))
+
+
+def _warehouse(args):
+    from warehouse.location import resolve_warehouse
+
+    return resolve_warehouse(args.warehouse)
+
+
+def cmd_generate(args) -> int:
+    from setter import make_setter
+    from tasks.plan import plan_shards
+
+    shards = plan_shards(args.date, args.count, args.families, args.split, args.setter, args.model, args.shard_size)
+    make_setter(args.setter, args.model)  # fails fast on a bad setter or missing model
+    wh = _warehouse(args)
+    if args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
+    from cli.progress import generation_progress
+    from flows.generate import run_generate
+
+    with generation_progress(args.count, enabled=not args.no_progress):
+        summary = run_generate(workers=args.workers, date=shards[0].date, count=args.count, families=args.families,
+                               split=args.split, setter=args.setter, model=args.model, warehouse=wh.url,
+                               shard_size=args.shard_size)
+    _print_summary(summary, wh)
+    return 0 if summary["status"] != "failed" else 1
+
+
+def _print_summary(summary: dict, wh) -> None:
+    from warehouse.catalog import run_query
+
+    cost = summary["cost_usd"]
+    console.print(
+        f"[bold]run {summary['run_id']}[/bold] on {summary['run_date']}: {summary['admitted']} admitted "
+        f"({summary['new_environments']} new), {summary['rejected']} rejected attempts, "
+        f"{summary['wall_seconds']:.1f} s, cost {'unknown' if cost is None else f'${cost:.4f}'}, "
+        f"status {summary['status']}"
+    )
+    if summary.get("error"):
+        console.print(f"[yellow]failed shards:[/yellow] {summary['error']}")
+    table = run_query(wh, "SELECT family, split, count(*) AS environments, round(avg(tool_count), 1) AS tools, "
+                          f"round(avg(u0 / nullif(u_star, 0)), 3) AS mean_u0_over_ustar FROM environments "
+                          f"WHERE date = DATE '{summary['run_date']}' GROUP BY ALL ORDER BY ALL")
+    print_rows(*arrow_rows(table), title=f"environments of {summary['run_date']} in {wh.url}")
+    console.print(f'Query them: vhd query "SELECT env_id, family, title FROM environments LIMIT 5" '
+                  f"--warehouse {wh.url}")
+
+
+def cmd_query(args) -> int:
+    from warehouse.catalog import run_query
+
+    print_rows(*arrow_rows(run_query(_warehouse(args), args.sql)), fmt=args.format)
+    return 0
+
+
+def cmd_families(args) -> int:
+    import mechanisms
+
+    rows = [(m.id, m.version, m.group, f"{m.size_range[0]}-{m.size_range[1]}",
+             f"{m.horizon_range[0]}-{m.horizon_range[1]}", m.summary) for m in mechanisms.families()]
+    columns = ["family", "version", "group", "size", "horizon", "summary"]
+    print_rows(columns, rows, fmt=args.format)
+    return 0
+
+
+def load_spec(wh, env_id: str):
+    from schemas.envspec import EnvSpec
+    from warehouse.catalog import connect
+
+    from cli.main import CliError
+
+    con = connect(wh)
+    row = con.execute("SELECT spec_json FROM environments WHERE env_id = ?", [env_id]).fetchone()
+    if row is None:
+        raise CliError(f"unknown environment id {env_id!r}; list ids with: vhd query \"SELECT env_id FROM environments\"")
+    return EnvSpec.model_validate_json(row[0])
+
+
+def cmd_show(args) -> int:
+    spec = load_spec(_warehouse(args), args.env_id)
+    if args.format == "json":
+        print(spec.model_dump_json(indent=1))
+        return 0
+    r, ref = spec.rendering, spec.reference
+    console.print(f"[bold]{r.title}[/bold]  ({spec.env_id})")
+    console.print(f"family {spec.family} v{spec.version}, split {spec.split}, size {spec.size}, horizon "
+                  f"{spec.horizon}, domain {r.domain} ({r.passage_id}), setter {spec.setter}, budget {spec.turn_budget}")
+    console.print(f"u* = {ref.u_star:.6g} ({ref.solver}), u0 = {ref.u0:.6g}, u_idle = {ref.u_idle:.6g}")
+    print_rows(["tool", "kind", "operation", "description"],
+               [(t.name, t.kind, t.operation, t.description) for t in r.tools], title="tools")
+    console.print("[bold]hidden-mode instructions[/bold]\n" + r.instructions["hidden"])
+    return 0
+
+
+def cmd_play(args) -> int:
+    from envs import Environment, play
+
+    spec = load_spec(_warehouse(args), args.env_id)
+    env = Environment(spec, args.mode)
+    if args.agent == "human":
+        result = _play_interactively(env)
+    else:
+        result = play(env, args.agent, seed=args.seed)
+    if args.format == "json":
+        print(json.dumps({"env_id": result.env_id, "mode": result.mode, "agent": result.agent, "score": result.score,
+                          "u": result.u, "turns": result.turns, "errors": result.errors,
+                          "trajectory": result.trajectory}, default=str, indent=1))
+        return 0
+    if args.agent != "human":
+        print_rows(["turn", "tool", "arguments", "result"],
+                   [(i, s["tool"], json.dumps(s["arguments"]), json.dumps(s["result"]))
+                    for i, s in enumerate(result.trajectory, start=1)], title=f"{args.agent} in {args.mode} mode")
+    console.print(f"score {result.score:.4f}  (u = {result.u:.6g}, u* = {spec.reference.u_star:.6g}, "
+                  f"u0 = {spec.reference.u0:.6g}), {result.turns} turns, {result.errors} errors")
+    return 0
+
+
+def _play_interactively(env):
+    console.print(env.instructions + "\n")
+    print_rows(["tool", "arguments", "description"],
+               [(t["function"]["name"], ", ".join(t["function"]["parameters"].get("properties", {})),
+                 t["function"]["description"]) for t in env.tools()], title="tools")
+    console.print('Type a call as: tool_name {"argument": value}   (empty line or "quit" to stop)')
+    while not env.done:
+        try:
+            line = input(f"[{env.turns}/{env.spec.turn_budget}]> ").strip()
+        except EOFError:
+            break
+        if line in ("", "quit", "exit"):
+            break
+        name, _, rest = line.partition(" ")
+        console.print(env.call(name, rest.strip() or None))
+    return env.result("human")
+
+
+def cmd_report(args) -> int:
+    from warehouse.catalog import run_query
+    from warehouse.reports import REPORTS
+
+    wh = _warehouse(args)
+    for title, sql in REPORTS[args.kind]:
+        print_rows(*arrow_rows(run_query(wh, sql)), fmt=args.format, title=title)
+    return 0
+
+
+def cmd_serve(args) -> int:
+    from flows.deployments import serve_nightly
+
+    wh = _warehouse(args)
+    serve_nightly(name=args.name, cron=args.cron, timezone=args.timezone, count=args.count,
+                  families=args.families, warehouse=wh.url)
+    return 0
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)

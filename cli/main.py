@@ -1,0 +1,88 @@
+"""`vhd`: generate environments, query the catalog, play environments, read reports, serve the nightly job."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from cli.output import FORMATS
+
+EPILOG = "Every command reads the warehouse from --warehouse, else $VHD_WAREHOUSE, else ./vhd_warehouse."
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vhd", description=__doc__, epilog=EPILOG)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        command = sub.add_parser(name, help=help_text, description=help_text, epilog=EPILOG)
+        command.add_argument("--warehouse", help="warehouse location: a folder or s3://bucket/prefix")
+        return command
+
+    gen = add("generate", "sample, solve, render and validate N admitted environments and land them")
+    gen.add_argument("--count", type=int, default=300, help="admitted environments to produce (default 300)")
+    gen.add_argument("--families", help="comma-separated family ids or group names, or 'diagnostic' (default: all)")
+    gen.add_argument("--date", help="the run's date, YYYY-MM-DD (default today); seeds derive from it")
+    gen.add_argument("--split", default="train", help="split label written with every environment")
+    gen.add_argument("--setter", default="template", choices=["template", "litellm"], help="who renders the tools")
+    gen.add_argument("--model", help="litellm model for --setter litellm, e.g. openai/gpt-4o-mini")
+    gen.add_argument("--shard-size", type=int, default=100, help="instances per shard (default 100)")
+    gen.add_argument("--workers", type=int, default=4, help="bound of the task runner's thread pool")
+    gen.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
+
+    query = add("query", "run a read-only SQL query over the catalog views (environments, attempts, llm_calls, runs)")
+    query.add_argument("sql")
+    query.add_argument("--format", choices=FORMATS, default="table")
+
+    fams = add("families", "list the registered mechanism families")
+    fams.add_argument("--format", choices=("table", "json"), default="table")
+
+    show = add("show", "show one environment: its rendering, tools and reference values")
+    show.add_argument("env_id")
+    show.add_argument("--format", choices=("table", "json"), default="table")
+
+    play = add("play", "play an environment with a baseline agent, or type tool calls yourself (--agent human)")
+    play.add_argument("env_id")
+    play.add_argument("--mode", choices=("written", "revealed", "hidden"), default="hidden")
+    play.add_argument("--agent", choices=("oracle", "default", "idle", "random", "human"), default="oracle")
+    play.add_argument("--seed", type=int, default=0, help="seed of the random agent")
+    play.add_argument("--format", choices=("table", "json"), default="table")
+
+    report = add("report", "cost or diversity report as terminal tables")
+    report.add_argument("kind", choices=("cost", "diversity"))
+    report.add_argument("--format", choices=FORMATS, default="table")
+
+    serve = add("serve", "register and serve the nightly generation as a Prefect deployment (needs a server)")
+    serve.add_argument("--cron", default="0 2 * * *", help="schedule, cron syntax (default '0 2 * * *')")
+    serve.add_argument("--timezone", default="UTC", help="time zone of the schedule (default UTC)")
+    serve.add_argument("--count", type=int, default=300, help="environments per night")
+    serve.add_argument("--families", help="family mix of the nightly run")
+    serve.add_argument("--name", default="nightly", help="deployment name (default nightly)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    # Prefect's per-task INFO lines would drown the progress bar; warnings and errors still show.
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    from cli import commands
+
+    try:
+        return getattr(commands, f"cmd_{args.command}")(args) or 0
+    except KeyboardInterrupt:
+        print("interrupted; committed runs are intact", file=sys.stderr)
+        return 130
+    except Exception as error:  # noqa: BLE001 - the user-facing error boundary
+        if not commands.is_user_error(error):
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""Baseline agents that play through the same tool interface as an LLM agent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from envs.environment import SUBMIT_PLAN, Environment, EpisodeResult
+from schemas.envspec import Action
+
+ToolCall = tuple[str, dict[str, Any]]
+
+
+def _tool_call(env: Environment, action: Action) -> ToolCall:
+    """Translate a mechanism action into the rendered tool bound to it."""
+    tool = env.tool_for(action.op)
+    reverse = {op_arg: tool_arg for tool_arg, op_arg in tool.argument_map.items()}
+    return tool.name, {reverse.get(key, key): value for key, value in action.args.items()}
+
+
+def _script(env: Environment, actions: list[Action]) -> Iterator[ToolCall]:
+    if env.mode == "written":
+        steps = [_tool_call(env, a) for a in actions if env.tool_for(a.op).kind in ("decision", "clock")]
+        yield SUBMIT_PLAN, {"steps": [{"tool": name, "arguments": args} for name, args in steps]}
+        return
+    for action in actions:
+        yield _tool_call(env, action)
+
+
+def oracle(env: Environment, seed: int = 0) -> Iterator[ToolCall]:
+    """Replays the solver's optimal actions through the rendered tools."""
+    return _script(env, env.spec.reference.optimal_actions)
+
+
+def default(env: Environment, seed: int = 0) -> Iterator[ToolCall]:
+    """The default policy: trusts the stickers, splits budgets evenly, never probes."""
+    return _script(env, env.spec.reference.default_actions)
+
+
+def idle(env: Environment, seed: int = 0) -> Iterator[ToolCall]:
+    """Does nothing and ends the episode."""
+    return _script(env, env.mechanism.idle_actions(env.params))
+
+
+def random_agent(env: Environment, seed: int = 0) -> Iterator[ToolCall]:
+    """Calls random tools with random (often invalid) arguments until the episode ends."""
+    rng = np.random.default_rng(seed)
+    specs = env.tool_specs()
+    while True:
+        tool = specs[int(rng.integers(len(specs)))]
+        yield tool.name, random_arguments(tool.parameters, rng)
+
+
+def random_arguments(schema: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+    """Arguments that usually fit the schema and sometimes do not (missing, wrong type, out of range)."""
+    args: dict[str, Any] = {}
+    for name, prop in schema.get("properties", {}).items():
+        roll = rng.random()
+        if roll < 0.05:
+            continue
+        if roll < 0.1:
+            args[name] = "not-a-number"
+            continue
+        low, high = prop.get("minimum", -5), prop.get("maximum", 50)
+        if prop.get("type") == "integer":
+            args[name] = int(rng.integers(int(low) - 1, int(high) + 2))
+        elif prop.get("type") == "number":
+            args[name] = float(rng.uniform(low - 1, high + 1))
+        elif prop.get("type") == "array":
+            args[name] = [{"tool": "nothing"}] if rng.random() < 0.5 else []
+        else:
+            args[name] = str(rng.integers(100))
+    if rng.random() < 0.05:
+        args["unexpected"] = 1
+    return args
+
+
+AGENTS = {"oracle": oracle, "default": default, "idle": idle, "random": random_agent}
+
+
+def make_agent(name: str):
+    try:
+        return AGENTS[name]
+    except KeyError:
+        raise ValueError(f"unknown agent {name!r}; choose one of {', '.join(AGENTS)}") from None
+
+
+def play(env: Environment, agent: str = "oracle", seed: int = 0) -> EpisodeResult:
+    """Play one episode from a fresh state and return its result."""
+    env.reset()
+    for name, args in make_agent(agent)(env, seed):
+        if env.done:
+            break
+        env.call(name, args)
+    return env.result(agent)

@@ -1,0 +1,188 @@
+"""Environment: an EnvSpec and a mode, played through tools; every agent mistake is a message."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import mechanisms
+from envs.calculator import CalculatorError, evaluate
+from envs.scoring import score
+from mechanisms.base import ActionError
+from schemas.envspec import MODES, Action, EnvSpec, Mode, ToolSpec
+
+SUBMIT_PLAN = "submit_plan"
+MAX_PLAN_STEPS = 2000
+
+
+@dataclass
+class EpisodeResult:
+    """The outcome of one played episode."""
+
+    env_id: str
+    mode: str
+    agent: str
+    score: float
+    u: float
+    turns: int
+    errors: int
+    trajectory: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Environment:
+    """A stateful environment built from an EnvSpec in one presentation mode."""
+
+    def __init__(self, spec: EnvSpec, mode: Mode = "hidden"):
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        self.spec = spec
+        self.mode = mode
+        self.mechanism = mechanisms.get(spec.family)
+        if self.mechanism.version != spec.version:
+            raise ValueError(f"{spec.family} is at version {self.mechanism.version}, the spec needs {spec.version}")
+        self.params = self.mechanism.params_from_data(spec.params)
+        self._tools = {tool.name: tool for tool in spec.rendering.tools}
+        self._op_tool = {}
+        for tool in spec.rendering.tools:
+            self._op_tool.setdefault(tool.operation, tool)
+        self.reset()
+
+    # --- episode ------------------------------------------------------------------------
+    def reset(self) -> None:
+        self.state = self.mechanism.initial_state(self.params)
+        self.turns = 0
+        self.errors = 0
+        self.trajectory: list[dict[str, Any]] = []
+        self._ended = False
+
+    @property
+    def done(self) -> bool:
+        return self._ended or self.turns >= self.spec.turn_budget or self.mechanism.finished(self.state)
+
+    @property
+    def instructions(self) -> str:
+        if self.mode == "written":
+            return self.spec.rendering.written_prompt
+        return self.spec.rendering.instructions[self.mode]
+
+    def utility(self) -> float:
+        return self.mechanism.utility(self.params, self.state)
+
+    def score(self) -> float:
+        ref = self.spec.reference
+        return score(self.utility(), ref.u0, ref.u_star)
+
+    def result(self, agent: str) -> EpisodeResult:
+        return EpisodeResult(self.spec.env_id, self.mode, agent, self.score(), self.utility(), self.turns,
+                             self.errors, self.trajectory)
+
+    # --- tools --------------------------------------------------------------------------
+    def tool_specs(self) -> list[ToolSpec]:
+        """The tools this mode exposes (written mode: a calculator and submit_plan)."""
+        if self.mode == "written":
+            return [t for t in self.spec.rendering.tools if t.operation == "calculator"] + [self._plan_tool()]
+        return list(self.spec.rendering.tools)
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The tools in OpenAI function-calling format."""
+        return [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                  "parameters": t.parameters}} for t in self.tool_specs()]
+
+    def tool_for(self, operation: str) -> ToolSpec:
+        return self._op_tool[operation]
+
+    def call(self, name: str, arguments: dict[str, Any] | str | None = None) -> str:
+        """Call a tool; returns a JSON observation, or {"error": ...} with the state unchanged."""
+        if self.done:
+            return self._reply(name, arguments, {"error": "the episode is over; no further calls are accepted"})
+        self.turns += 1
+        try:
+            args = _parse_arguments(arguments)
+            observation = self._dispatch(name, args)
+        except (ActionError, CalculatorError) as error:
+            self.errors += 1
+            observation = {"error": str(error)}
+        return self._reply(name, arguments, observation)
+
+    def _reply(self, name: str, arguments: Any, observation: dict[str, Any]) -> str:
+        self.trajectory.append({"tool": name, "arguments": arguments, "result": observation})
+        return json.dumps(observation, default=float)
+
+    def _dispatch(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        exposed = {t.name for t in self.tool_specs()}
+        if name not in exposed:
+            raise ActionError(f"unknown tool {name!r}; available tools: {', '.join(sorted(exposed))}")
+        if name == SUBMIT_PLAN:
+            return self._run_plan(args)
+        return self._run_tool(self._tools[name], args)
+
+    def _run_tool(self, tool: ToolSpec, args: dict[str, Any]) -> dict[str, Any]:
+        properties = tool.parameters.get("properties", {})
+        unknown = sorted(set(args) - set(properties))
+        if unknown:
+            raise ActionError(f"tool {tool.name!r} has no argument {unknown[0]!r}; it takes {sorted(properties)}")
+        missing = [a for a in tool.parameters.get("required", []) if a not in args]
+        if missing:
+            raise ActionError(f"tool {tool.name!r} is missing the required argument {missing[0]!r}")
+        if tool.operation == "calculator":
+            return {"result": evaluate(args.get(_first(properties, "expression")))}
+        if tool.operation == "turns_left":
+            return {"turns_left": self.spec.turn_budget - self.turns}
+        op_args = {tool.argument_map.get(key, key): value for key, value in args.items()}
+        return self.mechanism.apply(self.params, self.state, Action(op=tool.operation, args=op_args))
+
+    def _run_plan(self, args: dict[str, Any]) -> dict[str, Any]:
+        steps = args.get("steps")
+        if not isinstance(steps, list) or not steps or len(steps) > MAX_PLAN_STEPS:
+            raise ActionError(f"'steps' must be a non-empty list of at most {MAX_PLAN_STEPS} steps")
+        allowed = {t.name: t for t in self.spec.rendering.tools if t.kind in ("decision", "clock")}
+        saved = copy.deepcopy(self.state)
+        try:
+            for index, step in enumerate(steps, start=1):
+                if not isinstance(step, dict) or step.get("tool") not in allowed:
+                    raise ActionError(f"step {index}: 'tool' must be one of {', '.join(sorted(allowed))}")
+                if self.mechanism.finished(self.state):
+                    break
+                try:
+                    self._run_tool(allowed[step["tool"]], _parse_arguments(step.get("arguments")))
+                except ActionError as error:
+                    raise ActionError(f"step {index} ({step['tool']}): {error}") from None
+        except ActionError:
+            self.state = saved
+            raise
+        self._ended = True
+        return {"accepted_steps": len(steps), "finished": True}
+
+    def _plan_tool(self) -> ToolSpec:
+        names = sorted(t.name for t in self.spec.rendering.tools if t.kind in ("decision", "clock"))
+        return ToolSpec(
+            name=SUBMIT_PLAN,
+            description="Submit your whole plan at once as an ordered list of steps; each step names one of "
+            f"these tools and its arguments: {', '.join(names)}. The plan is executed in order and ends the "
+            "episode; if a step is invalid nothing is executed and you may submit again.",
+            kind="decision",
+            parameters={"type": "object", "properties": {"steps": {"type": "array", "items": {
+                "type": "object", "properties": {"tool": {"type": "string", "enum": names},
+                                                 "arguments": {"type": "object"}},
+                "required": ["tool"]}}}, "required": ["steps"]},
+            operation=SUBMIT_PLAN,
+        )
+
+
+def _parse_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
+    if arguments is None or arguments == "":
+        return {}
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError as error:
+            raise ActionError(f"arguments are not valid JSON: {error.msg}") from None
+    if not isinstance(arguments, dict):
+        raise ActionError("arguments must be a JSON object")
+    return arguments
+
+
+def _first(properties: dict[str, Any], default: str) -> str:
+    return default if default in properties else next(iter(properties), default)

@@ -1,0 +1,58 @@
+"""generate: plan -> (sample -> solve -> render -> validate -> land) per shard -> commit. Wiring only."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+from prefect import flow
+from prefect.runtime import flow_run
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from tasks.commit import commit_shards, find_finished_shards
+from tasks.land import land_shard
+from tasks.plan import DEFAULT_SHARD_SIZE, plan
+from tasks.render import render_shard
+from tasks.sample import sample_shard
+from tasks.solve import solve_shard
+from tasks.validate import validate_shard
+
+DEFAULT_WORKERS = 4
+
+
+@flow(name="generate", task_runner=ThreadPoolTaskRunner(max_workers=DEFAULT_WORKERS), log_prints=False)
+def generate(date: str | None = None, count: int = 300, families: str | None = None, split: str = "train",
+             setter: str = "template", model: str | None = None, warehouse: str | None = None,
+             shard_size: int = DEFAULT_SHARD_SIZE) -> dict:
+    """Generate `count` admitted environments for `date` and land them in the warehouse."""
+    started = dt.datetime.now(dt.UTC)
+    parameters = {"date": date, "count": count, "families": families, "split": split, "setter": setter,
+                  "model": model, "shard_size": shard_size}
+    flow_run_id = flow_run.get_id()
+    run_id = flow_run_id or uuid.uuid4().hex
+    shards = plan(date, count, families, split, setter, model, shard_size)
+    day = shards[0].date
+    finished = find_finished_shards(warehouse, day)
+    todo = [s for s in shards if s.key not in finished]
+    futures = []
+    for shard in todo:
+        sampled = sample_shard.submit(shard)
+        solved = solve_shard.submit(shard, sampled)
+        rendered = render_shard.submit(shard, solved)
+        validated = validate_shard.submit(shard, rendered)
+        futures.append((shard, land_shard.submit(warehouse, validated, run_id)))
+    landed, failures = [], []
+    for shard, future in futures:
+        future.wait()
+        if future.state.is_completed():
+            landed.append(future.result())
+        else:
+            failures.append(f"{shard.key}: {future.state.message}")
+    skipped = sum(s.count for s in shards if s.key in finished)
+    return commit_shards(warehouse, run_id, flow_run_id, day, {**parameters, "date": day}, landed, skipped,
+                         failures, started)
+
+
+def run_generate(workers: int = DEFAULT_WORKERS, **parameters) -> dict:
+    """Run the flow with a task runner bounded to `workers` threads."""
+    return generate.with_options(task_runner=ThreadPoolTaskRunner(max_workers=workers))(**parameters)

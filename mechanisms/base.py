@@ -1,0 +1,172 @@
+"""The mechanism contract: parameters, exact solver, dynamics as primitive operations, policies.
+
+A family is one file in this package that subclasses :class:`Mechanism` and calls
+:func:`mechanisms.registry.register`. Utilities are "higher is better". Dynamics are deterministic
+given the parameters, so replaying the optimal actions reproduces u* exactly.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
+
+import numpy as np
+from pydantic import BaseModel
+
+from schemas.envspec import Action, OperationSpec
+
+P = TypeVar("P", bound=BaseModel)
+
+
+class ActionError(ValueError):
+    """An agent's action that the dynamics refuse; raised before any state is changed."""
+
+
+@dataclass
+class Solution:
+    """The exact reference: u*, the actions that reach it, and what the solver did."""
+
+    u_star: float
+    optimal_actions: list[Action]
+    solver: str
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    """Everything the factory needs about one solved instance."""
+
+    solution: Solution
+    default_actions: list[Action]
+    u0: float
+    u_idle: float
+
+
+class Mechanism(ABC, Generic[P]):
+    """One mechanism family. Subclasses set the class attributes and implement the methods."""
+
+    id: ClassVar[str]
+    version: ClassVar[int]
+    group: ClassVar[str]  # trained | near_ood | far_ood_structure | far_ood_probe | external
+    summary: ClassVar[str]
+    Params: ClassVar[type[BaseModel]]
+    size_range: ClassVar[tuple[int, int]]  # inclusive range of the size knob
+    horizon_range: ClassVar[tuple[int, int]]  # inclusive range of the horizon knob
+    default_size: ClassVar[int]
+    default_horizon: ClassVar[int]
+    # C2 admission band on the default policy's position g = (u0 - u_idle) / (u* - u_idle):
+    # below the band the default is hopeless (worse than doing nothing by far), above it the
+    # instance is trivial (the default is already near-optimal).
+    u0_band: ClassVar[tuple[float, float]]
+
+    # --- parameters -----------------------------------------------------------------------
+    @abstractmethod
+    def sample(self, rng: np.random.Generator, size: int, horizon: int) -> P:
+        """Draw parameters (all randomness, including hidden paths, is drawn here)."""
+
+    def params_from_data(self, data: dict[str, Any]) -> P:
+        """Build parameters from explicit data (pydantic validates shapes and signs)."""
+        return self.Params.model_validate(data)  # type: ignore[return-value]
+
+    # --- reference ------------------------------------------------------------------------
+    @abstractmethod
+    def solve(self, params: P) -> Solution:
+        """Exact full-information optimum and the actions that reach it."""
+
+    @abstractmethod
+    def default_actions(self, params: P) -> list[Action]:
+        """The default policy: trusts the stickers, splits budgets evenly, never probes."""
+
+    def idle_actions(self, params: P) -> list[Action]:
+        """The idle policy: does nothing and ends the episode."""
+        return [Action(op="finish")]
+
+    # --- dynamics -------------------------------------------------------------------------
+    @abstractmethod
+    def operations(self, params: P) -> list[OperationSpec]:
+        """The primitive operations tools may be bound to (argument bounds may depend on params)."""
+
+    @abstractmethod
+    def initial_state(self, params: P) -> dict[str, Any]:
+        """A fresh, JSON-serialisable state."""
+
+    @abstractmethod
+    def apply(self, params: P, state: dict[str, Any], action: Action) -> dict[str, Any]:
+        """Apply one action in place and return the observation; raise ActionError before mutating."""
+
+    @abstractmethod
+    def utility(self, params: P, state: dict[str, Any]) -> float:
+        """Utility of the state as if the episode ended now (the rest played idle)."""
+
+    def finished(self, state: dict[str, Any]) -> bool:
+        return bool(state.get("finished"))
+
+    # --- rendering facts ------------------------------------------------------------------
+    @abstractmethod
+    def describe(self, params: P, vocab: dict[str, str]) -> str:
+        """The whole instance as text, in the passage's vocabulary (written and revealed modes)."""
+
+    @abstractmethod
+    def secret_numbers(self, params: P) -> list[float]:
+        """Parameter values that must never appear in hidden-mode text."""
+
+    def public_numbers(self, params: P) -> list[float]:
+        """Structural numbers the hidden mode may show (horizon, item count, argument bounds)."""
+        return []
+
+    def probe_allowance(self, params: P) -> int:
+        """Turns a careful agent needs for probing everything once (added to the turn budget)."""
+        return sum(1 for op in self.operations(params) if op.kind == "probe")
+
+    def grid(self) -> list[tuple[int, int]]:
+        """The size x horizon cells a plan cycles through (difficulty knobs)."""
+        return list(getattr(self, "difficulty_grid", [(self.default_size, self.default_horizon)]))
+
+    # --- convenience ----------------------------------------------------------------------
+    def run(self, params: P, actions: list[Action]) -> float:
+        """Replay actions on a fresh state directly (no tools) and return the utility."""
+        state = self.initial_state(params)
+        for action in actions:
+            if self.finished(state):
+                break
+            self.apply(params, state, action)
+        return self.utility(params, state)
+
+    def outcome(self, params: P) -> Outcome:
+        solution = self.solve(params)
+        default = self.default_actions(params)
+        return Outcome(
+            solution=solution,
+            default_actions=default,
+            u0=self.run(params, default),
+            u_idle=self.run(params, self.idle_actions(params)),
+        )
+
+    def operation(self, params: P, name: str) -> OperationSpec:
+        for op in self.operations(params):
+            if op.name == name:
+                return op
+        raise ActionError(f"unknown operation {name!r}")
+
+
+def require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
+    """Read an integer argument within [low, high] or raise ActionError with a clear message."""
+    value = args.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
+        raise ActionError(f"argument {name!r} must be an integer, got {value!r}")
+    value = int(value)
+    if not low <= value <= high:
+        raise ActionError(f"argument {name!r} must be between {low} and {high}, got {value}")
+    return value
+
+
+def require_number(args: dict[str, Any], name: str, low: float, high: float) -> float:
+    """Read a numeric argument within [low, high] (a tiny relative tolerance) or raise ActionError."""
+    value = args.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+        raise ActionError(f"argument {name!r} must be a number, got {value!r}")
+    slack = 1e-9 * max(1.0, abs(high), abs(low))
+    if not low - slack <= value <= high + slack:
+        raise ActionError(f"argument {name!r} must be between {low:g} and {high:g}, got {value:g}")
+    return float(min(max(value, low), high))

@@ -1,0 +1,1 @@
+"""Contracts shared by every layer: wire types (EnvSpec, ToolSpec) and table models. Imports nothing of ours."""

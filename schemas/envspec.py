@@ -1,0 +1,128 @@
+"""EnvSpec: the complete, declarative, JSON-serialisable description of one environment.
+
+The setter writes only this data; the runtime (``envs``) interprets each tool's binding with trusted
+mechanism code. Nothing in an EnvSpec is ever executed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ToolKind = Literal["probe", "decision", "clock", "info"]
+Mode = Literal["written", "revealed", "hidden"]
+MODES: tuple[Mode, ...] = ("written", "revealed", "hidden")
+
+
+class ArgSpec(BaseModel):
+    """One argument of a mechanism operation: its type and inclusive bounds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    type: Literal["integer", "number", "string"]
+    description: str = ""
+    minimum: float | None = None
+    maximum: float | None = None
+    enum: list[str] | None = None
+
+
+class OperationSpec(BaseModel):
+    """A primitive operation of a mechanism that a tool may be bound to."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    kind: ToolKind
+    summary: str
+    args: dict[str, ArgSpec] = Field(default_factory=dict)
+    decoy: bool = False  # a misleading "forecast sticker": plausible, not the truth
+
+
+class Action(BaseModel):
+    """One call of a mechanism operation with concrete arguments (policies are lists of these)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    op: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+# Operations the runtime itself provides, so that every environment has them whatever its family.
+RUNTIME_OPERATIONS: tuple[OperationSpec, ...] = (
+    OperationSpec(name="calculator", kind="info", summary="evaluate an arithmetic expression",
+                  args={"expression": ArgSpec(type="string", description="arithmetic expression")}),
+    OperationSpec(name="turns_left", kind="info", summary="how many turns remain in the budget"),
+)
+RUNTIME_OPERATION_NAMES = frozenset(op.name for op in RUNTIME_OPERATIONS)
+
+
+class ToolSpec(BaseModel):
+    """A tool the agent sees: name, description, JSON-schema of arguments, and its binding."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    description: str
+    kind: ToolKind
+    parameters: dict[str, Any]  # JSON schema (type: object) of the tool's arguments
+    operation: str  # the bound mechanism operation
+    argument_map: dict[str, str] = Field(default_factory=dict)  # tool argument -> operation argument
+
+
+class Entity(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    attributes: list[str] = Field(default_factory=list)
+    relates_to: list[str] = Field(default_factory=list)
+
+
+class Rendering(BaseModel):
+    """What the setter writes: narrative, entities, instructions per mode, tools."""
+
+    model_config = ConfigDict(extra="forbid")
+    domain: str
+    passage_id: str
+    title: str
+    entities: list[Entity]
+    instructions: dict[Mode, str]
+    written_prompt: str
+    tools: list[ToolSpec]
+
+
+class Reference(BaseModel):
+    """Reference values computed by the exact solver before any rendering."""
+
+    model_config = ConfigDict(extra="forbid")
+    u_star: float
+    u0: float
+    u_idle: float
+    optimal_actions: list[Action]
+    default_actions: list[Action]
+    solver: str
+    solver_facts: dict[str, Any] = Field(default_factory=dict)
+
+
+class EnvSpec(BaseModel):
+    """One environment, complete: family, hidden parameters, reference, rendering, budget."""
+
+    model_config = ConfigDict(extra="forbid")
+    family: str
+    version: int
+    params: dict[str, Any]
+    reference: Reference
+    split: str
+    size: int
+    horizon: int
+    seed: list[int]
+    turn_budget: int
+    setter: str
+    model: str | None = None
+    rendering: Rendering
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+    @property
+    def env_id(self) -> str:
+        """A hash of the canonical spec: the same environment always gets the same id."""
+        digest = hashlib.sha256(self.canonical_json().encode()).hexdigest()
+        return f"{self.family}-{digest[:16]}"

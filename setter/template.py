@@ -1,0 +1,115 @@
+"""The template setter: deterministic, zero cost, grounded in one corpus passage.
+
+The passage supplies the narrative, entity names, units and vocabulary; the mechanism supplies the
+operations that each tool is bound to. Different passages give visibly different environments.
+"""
+
+from __future__ import annotations
+
+from mechanisms.base import Mechanism
+from schemas.envspec import RUNTIME_OPERATIONS, Entity, OperationSpec, Rendering, ToolSpec
+from setter.corpus import Passage, choose_passage
+from setter.phrasebook import ARGUMENT_NAMES, PHRASES, slug, vocabulary
+
+GOALS = {
+    "inventory_dp": "Keep {items} in stock at {place} so that total profit over all {period}s is as high as "
+    "possible: sales minus purchase costs, order fees, holding costs and shortage penalties.",
+}
+
+
+def bindable_operations(mechanism: Mechanism, params) -> list[OperationSpec]:
+    """Every operation a tool may be bound to: the mechanism's and the runtime's."""
+    return [*mechanism.operations(params), *RUNTIME_OPERATIONS]
+
+
+def render_tool(op: OperationSpec, words: dict[str, str], taken: set[str]) -> ToolSpec:
+    name_pattern, description_pattern = PHRASES.get(op.name, (op.name, op.summary[:1].upper() + op.summary[1:]))
+    name = slug(name_pattern.format(**words))[:60]
+    base, n = name, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    taken.add(name)
+    description = description_pattern.format(**words)
+    if op.kind == "probe":
+        description += " Spends a turn from the same budget as decisions."
+    properties, argument_map = {}, {}
+    for arg_name, arg in op.args.items():
+        tool_arg = slug(ARGUMENT_NAMES.get(arg_name, arg_name).format(**words))
+        schema = {"type": arg.type, "description": arg.description or arg_name}
+        if arg.minimum is not None:
+            schema["minimum"] = arg.minimum if arg.type == "number" else int(arg.minimum)
+        if arg.maximum is not None:
+            schema["maximum"] = arg.maximum if arg.type == "number" else int(arg.maximum)
+        if arg.enum:
+            schema["enum"] = list(arg.enum)
+        properties[tool_arg] = schema
+        argument_map[tool_arg] = arg_name
+    parameters = {"type": "object", "properties": properties, "required": list(properties),
+                  "additionalProperties": False}
+    return ToolSpec(name=name, description=description, kind=op.kind, parameters=parameters,
+                    operation=op.name, argument_map={k: v for k, v in argument_map.items() if k != v})
+
+
+def entities(family: str, words: dict[str, str]) -> list[Entity]:
+    """A small entity-relationship model of the domain."""
+    subject = {"knapsack": "candidate", "lp": "product"}.get(family, "item")
+    return [
+        Entity(name=words["organization"], attributes=["name"], relates_to=[words["place"]]),
+        Entity(name=words["place"], attributes=["name", words["capacity"]], relates_to=[words[subject]]),
+        Entity(name=words[subject], attributes=["id", "value", words["unit"]], relates_to=[words["supplier"]]),
+        Entity(name=words["supplier"], attributes=["name", "terms"], relates_to=[words["place"]]),
+        Entity(name=words["period"], attributes=["index"], relates_to=[words[subject]]),
+    ]
+
+
+def compose_instructions(mechanism: Mechanism, params, passage: Passage, intro: str, goal: str,
+                         tools: list[ToolSpec], turn_budget: int) -> tuple[dict[str, str], str]:
+    """Instructions per mode and the written prompt; the instance facts come from the mechanism only."""
+    sticker = passage.vocab["sticker"]
+    budget = (f"You have {turn_budget} turns; every tool call spends one, probes included. "
+              f"The {sticker} is posted for convenience and is not guaranteed to be right.")
+    facts = mechanism.describe(params, passage.vocab)
+    plan_names = ", ".join(t.name for t in tools if t.kind in ("decision", "clock"))
+    instructions = {
+        "revealed": f"{intro}\n\nGoal: {goal}\n\nThe facts: {facts}\n\nAct only through the tools. {budget}",
+        "hidden": f"{intro}\n\nGoal: {goal}\n\nThe figures are not given to you: find them out with the probe "
+        f"tools, each of which spends a turn. Act through the tools. {budget}",
+        "written": f"{intro}\n\nGoal: {goal}\n\nThe facts: {facts}",
+    }
+    written_prompt = (f"{instructions['written']}\n\nAnswer with your whole plan through submit_plan: an "
+                      f"ordered list of steps, each one of these tools with its arguments: {plan_names}. "
+                      "A calculator is available.")
+    return instructions, written_prompt
+
+
+TITLES = {
+    "inventory_dp": "{place}: keeping {items} in stock",
+    "knapsack": "{place}: choosing {candidates}",
+    "lp": "{place}: planning {products}",
+}
+
+
+def render(mechanism: Mechanism, params, passage: Passage, turn_budget: int) -> Rendering:
+    """Render one solved instance in the passage's vocabulary."""
+    words = vocabulary(passage.vocab)
+    taken: set[str] = set()
+    tools = [render_tool(op, words, taken) for op in bindable_operations(mechanism, params)]
+    goal = GOALS.get(mechanism.id, "Make the best decisions you can for {place}: " + mechanism.summary + ".")
+    intro = f"You are the {words['role']} at {words['place']}, run by {words['organization']}. {passage.text}"
+    instructions, written_prompt = compose_instructions(mechanism, params, passage, intro, goal.format(**words),
+                                                        tools, turn_budget)
+    title = TITLES.get(mechanism.id, "{place}: " + mechanism.id.replace("_", " ")).format(**words)
+    return Rendering(domain=passage.domain, passage_id=passage.id, title=title,
+                     entities=entities(mechanism.id, words), instructions=instructions,
+                     written_prompt=written_prompt, tools=tools)
+
+
+class TemplateSetter:
+    """Deterministic rendering from the corpus; a re-render takes another passage of the same family."""
+
+    name = "template"
+
+    def render(self, mechanism: Mechanism, params, outcome, instance_key: str, attempt: int, turn_budget: int,
+               feedback: str | None = None):
+        passage = choose_passage(mechanism.id, instance_key, attempt)
+        return render(mechanism, params, passage, turn_budget), []

@@ -1,0 +1,52 @@
+"""commit: land the run's row and the run-level commit marker that makes its shards visible."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pandas as pd
+from prefect import task
+
+from tasks.common import cpu_hour_usd, retry_transient
+from tasks.land import LandedShard, sum_cost
+from warehouse.landing import commit_run, committed_shards, land
+from warehouse.location import resolve_warehouse
+
+
+def finished_shard_keys(warehouse: str | None, date: str) -> set[str]:
+    """Shard keys of that date already committed by some run: a re-run skips them."""
+    return committed_shards(resolve_warehouse(warehouse), date)
+
+
+def commit(warehouse: str | None, run_id: str, flow_run_id: str | None, date: str, parameters: dict,
+           landed: list[LandedShard], skipped_admitted: int, failures: list[str], started_at: dt.datetime) -> dict:
+    """Write the runs row and the commit marker; returns the run summary."""
+    wh = resolve_warehouse(warehouse)
+    finished = dt.datetime.now(dt.UTC)
+    new = sum(s.admitted for s in landed)
+    llm_cost = sum_cost([s.llm_cost_usd for s in landed])
+    compute = sum(s.compute_seconds for s in landed)
+    row = {
+        "run_id": run_id, "flow_run_id": flow_run_id, "run_date": date, "started_at": started_at,
+        "finished_at": finished, "parameters_json": json.dumps(parameters, sort_keys=True, default=str),
+        "requested": int(parameters.get("count", 0)), "admitted": new + skipped_admitted,
+        "rejected": sum(s.rejected for s in landed), "new_environments": new, "llm_cost_usd": llm_cost,
+        "compute_seconds": compute,
+        "cost_usd": None if llm_cost is None else llm_cost + compute * cpu_hour_usd() / 3600.0,
+        "wall_seconds": (finished - started_at).total_seconds(),
+        "status": "failed" if failures and not landed else ("partial" if failures else "completed"),
+        "error": "; ".join(failures)[:2000] or None,
+    }
+    files: dict[str, list[str]] = {}
+    for shard in landed:
+        for table, paths in shard.files.items():
+            files.setdefault(table, []).extend(paths)
+    files["runs"] = [land(wh, "runs", pd.DataFrame([row]), date, f"run-{run_id}")]
+    commit_run(wh, run_id, date, files, {k: v for k, v in row.items() if k != "parameters_json"})
+    return {**row, "warehouse": wh.url}
+
+
+commit_shards = task(name="commit", retries=3, retry_delay_seconds=1, retry_condition_fn=retry_transient)(commit)
+find_finished_shards = task(name="find-finished-shards", retries=3, retry_delay_seconds=1,
+                            retry_condition_fn=retry_transient)(finished_shard_keys)

@@ -1,0 +1,65 @@
+"""What every stage task shares: retries on transient errors only, and a cache keyed by shard and code version."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from prefect.cache_policies import CachePolicy
+from prefect.context import TaskRunContext
+from prefect.tasks import exponential_backoff
+
+import mechanisms
+from schemas.shard import ShardSpec
+
+CODE_VERSION = "0.1.0"
+TRANSIENT = (TimeoutError, ConnectionError, OSError)
+
+
+def is_transient(error: BaseException | None) -> bool:
+    """Network, storage and rate-limit errors are retried; bugs and bad data are not."""
+    if error is None:
+        return False
+    if isinstance(error, TRANSIENT):
+        return True
+    return type(error).__name__ in {"RateLimitError", "Timeout", "APIConnectionError", "ServiceUnavailableError",
+                                    "InternalServerError"}
+
+
+def retry_transient(task, task_run, state) -> bool:
+    try:
+        state.result()
+    except Exception as error:  # the state carries the task's exception
+        return is_transient(error)
+    return False
+
+
+class ShardStagePolicy(CachePolicy):
+    """Cache a stage's result by (stage, shard content, family version, code version) and nothing else.
+
+    Prefect's default policy includes the flow run id and so caches nothing across runs; this one lets
+    a re-run of the same night skip every stage that already finished.
+    """
+
+    def compute_key(self, task_ctx: TaskRunContext, inputs: dict[str, Any], flow_parameters: dict[str, Any],
+                    **kwargs: Any) -> str | None:
+        shard = inputs.get("shard")
+        if not isinstance(shard, ShardSpec):
+            return None
+        version = mechanisms.get(shard.family).version
+        return f"vhd-{task_ctx.task.name}-{shard.key}-v{version}-{CODE_VERSION}"
+
+
+STAGE_OPTIONS: dict[str, Any] = {
+    "retries": 3,
+    "retry_delay_seconds": exponential_backoff(backoff_factor=1),
+    "retry_jitter_factor": 0.5,
+    "retry_condition_fn": retry_transient,
+    "cache_policy": ShardStagePolicy(),
+    "persist_result": True,
+}
+
+
+def cpu_hour_usd() -> float:
+    """The price of compute per CPU-hour used for per-environment cost (env VHD_CPU_HOUR_USD)."""
+    return float(os.environ.get("VHD_CPU_HOUR_USD", "0.05"))

@@ -1,0 +1,106 @@
+"""validate: admit rendered environments through the real runtime; re-render rejected ones (bounded)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+from prefect import task
+
+from envs.admission import admit
+from schemas.envspec import EnvSpec
+from schemas.shard import CallRecord, ShardSpec
+from tasks.common import STAGE_OPTIONS
+from tasks.progress import HUB
+from tasks.render import Candidate, render_candidate, render_candidates
+from tasks.sample import sample_instances
+from tasks.solve import solve_instances
+
+INSTANCE_CHECKS = {"C2"}  # rejections no rendering can fix: the next instance is drawn instead
+MAX_INSTANCES_PER_ADMITTED = 5
+
+
+@dataclass
+class AttemptRecord:
+    instance_key: str
+    index: int
+    attempt: int
+    admitted: bool
+    reason: str | None
+    env_id: str | None
+    checks: dict
+    seconds: float
+
+
+@dataclass
+class AdmittedEnv:
+    spec: EnvSpec
+    instance_key: str
+    attempts: int
+    compute_seconds: float
+    calls: list[CallRecord]
+
+
+@dataclass
+class ShardResult:
+    shard: ShardSpec
+    admitted: list[AdmittedEnv] = field(default_factory=list)
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    calls: list[CallRecord] = field(default_factory=list)
+    short_by: int = 0
+
+
+def validate_candidates(shard: ShardSpec, candidates: list[Candidate]) -> ShardResult:
+    """Take instances in index order until `shard.count` are admitted (drawing more if needed)."""
+    result = ShardResult(shard)
+    queue = list(candidates)
+    next_index = max((c.solved.instance.index for c in candidates), default=-1) + 1
+    limit = shard.count * MAX_INSTANCES_PER_ADMITTED + 10
+    while len(result.admitted) < shard.count:
+        if not queue:
+            if next_index >= limit:
+                result.short_by = shard.count - len(result.admitted)
+                break
+            n = min(shard.count - len(result.admitted) + 2, limit - next_index)
+            queue = render_candidates(shard, solve_instances(shard, sample_instances(shard, next_index, n)))
+            next_index += n
+        _admit_instance(shard, queue.pop(0), result)
+    return result
+
+
+def _admit_instance(shard: ShardSpec, candidate: Candidate, result: ShardResult) -> None:
+    solved = candidate.solved
+    spent, calls, rejected = solved.seconds, [], 0
+    while True:
+        started = time.perf_counter()
+        calls.extend(candidate.calls)
+        if candidate.spec is None:
+            admitted, reason, check, checks, env_id = False, f"setter: {candidate.failure}", "setter", {}, None
+        else:
+            verdict = admit(candidate.spec)
+            admitted, reason, check, checks = verdict.admitted, verdict.reason, verdict.check, verdict.checks
+            env_id = candidate.spec.env_id if admitted else None
+        seconds = candidate.seconds + time.perf_counter() - started
+        spent += seconds
+        result.attempts.append(AttemptRecord(solved.instance.key, solved.instance.index, candidate.attempt, admitted,
+                                             reason, env_id, checks, seconds))
+        cost = sum(c.cost_usd or 0.0 for c in candidate.calls)
+        if admitted:
+            result.admitted.append(AdmittedEnv(candidate.spec, solved.instance.key, candidate.attempt, spent, calls))
+            HUB.add(admitted=1, rejected=rejected, cost_usd=cost, llm_calls=len(candidate.calls))
+            break
+        rejected += 1
+        HUB.add(cost_usd=cost, llm_calls=len(candidate.calls))
+        if check in INSTANCE_CHECKS or candidate.attempt >= shard.max_attempts:
+            HUB.add(rejected=rejected)
+            break
+        candidate = render_candidate(shard, solved, candidate.attempt + 1, feedback=reason)
+    result.calls.extend(calls)
+
+
+validate_shard = task(name="validate", **STAGE_OPTIONS)(validate_candidates)
+
+
+def checks_json(checks: dict) -> str:
+    return json.dumps(checks, sort_keys=True, default=str)
