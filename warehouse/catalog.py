@@ -1,0 +1,116 @@
+"""The DuckDB catalog: one view per table over the committed files, and read-only SQL queries."""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+import pyarrow
+
+from schemas.tables import TABLES, arrow_schema
+from warehouse.landing import committed_files
+from warehouse.location import Warehouse
+
+_DUCKDB_TYPES = {
+    pyarrow.string(): "VARCHAR",
+    pyarrow.int64(): "BIGINT",
+    pyarrow.float64(): "DOUBLE",
+    pyarrow.bool_(): "BOOLEAN",
+    pyarrow.timestamp("ns", tz="UTC"): "TIMESTAMPTZ",
+}
+_EXPLAIN = re.compile(r"^\s*explain(\s+analyze)?\s+(.*)$", re.IGNORECASE | re.DOTALL)
+# Overlapping runs may land one environment twice: keep its first landing, deterministically.
+_DEDUPLICATE = {
+    "environments": 'QUALIFY row_number() OVER (PARTITION BY env_id ORDER BY created_at, run_id, "date") = 1'
+}
+
+
+class QueryError(ValueError):
+    """A refused or failed catalog query (one-line message)."""
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _columns(table: str) -> list[tuple[str, str]]:
+    """The (name, DuckDB type) of every column of a table view, the ``date`` partition last."""
+    return [(field.name, _DUCKDB_TYPES[field.type]) for field in arrow_schema(table)] + [("date", "DATE")]
+
+
+def _view_sql(wh: Warehouse, table: str) -> str:
+    """The SELECT behind one table's view: its committed files, or an empty typed relation."""
+    files = committed_files(wh, table)
+    columns = _columns(table)
+    if not files:
+        select = ", ".join(f'CAST(NULL AS {kind}) AS "{name}"' for name, kind in columns)
+        return f"SELECT {select} WHERE false"
+    select = ", ".join(f'CAST("{name}" AS {kind}) AS "{name}"' for name, kind in columns)
+    urls = ", ".join(_literal(wh.url_of(path)) for path in files)
+    source = (
+        f"read_parquet([{urls}], hive_partitioning=true, union_by_name=true, hive_types={{'date': DATE}})"
+    )
+    return f"SELECT {select} FROM {source} {_DEDUPLICATE.get(table, '')}".rstrip()
+
+
+def connect(wh: Warehouse) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with one view per table over the warehouse's committed files."""
+    con = duckdb.connect(":memory:")
+    con.execute("SET TimeZone = 'UTC'")
+    if not wh.is_local:
+        con.register_filesystem(wh.fs)
+    for table in TABLES:
+        con.execute(f'CREATE VIEW "{table}" AS {_view_sql(wh, table)}')
+    return con
+
+
+def _one_line(error: Exception) -> str:
+    """The first non-empty line of an error's message."""
+    return next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+
+
+def check_read_only(sql: str) -> None:
+    """Accept only SELECT statements (and EXPLAIN of one); QueryError with one line otherwise."""
+    if not isinstance(sql, str) or not sql.strip():
+        raise QueryError("empty query; give one SELECT statement, e.g. SELECT count(*) FROM environments")
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as error:
+        raise QueryError(f"query does not parse: {_one_line(error)}") from None
+    if not statements:
+        raise QueryError("query holds no statement (only comments?); give one SELECT statement")
+    for statement in statements:
+        kind = statement.type
+        if kind == duckdb.StatementType.EXPLAIN:
+            inner = _EXPLAIN.match(statement.query)
+            if inner is None:
+                raise QueryError(
+                    "only read-only SELECT queries are allowed; got EXPLAIN of an unrecognised statement"
+                )
+            check_read_only(inner.group(2))
+        elif kind != duckdb.StatementType.SELECT:
+            raise QueryError(f"only read-only SELECT queries are allowed; got {kind.name}")
+
+
+def _lock_down(con: duckdb.DuckDBPyConnection, wh: Warehouse) -> None:
+    """Let queries read the warehouse only: no other files, no settings changes."""
+    con.execute(f"SET allowed_directories = [{_literal(wh.url_of(wh.root) + '/')}]")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
+def run_query(wh: Warehouse, sql: str) -> pyarrow.Table:
+    """Run a read-only SQL query over the warehouse views and return its result as an Arrow table."""
+    check_read_only(sql)
+    con = connect(wh)
+    try:
+        _lock_down(con, wh)
+        relation = con.sql(sql)
+        if relation is None:
+            raise QueryError("query returned no result; give a SELECT statement")
+        return relation.to_arrow_table()
+    except duckdb.Error as error:
+        raise QueryError(_one_line(error)) from None
+    finally:
+        con.close()
