@@ -11,7 +11,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-console = Console()
+# Piped output is not wrapped at 80 columns: column names and ids stay whole for grep and less.
+console = Console(width=None if sys.stdout.isatty() else 200)
 FORMATS = ("table", "csv", "json")
 
 

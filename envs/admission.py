@@ -19,7 +19,7 @@ MIN_TOOLS = 10
 MAX_TEXT_CHARS = 6000
 MAX_DESCRIPTION_CHARS = 600
 TOOL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$")
-NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
+NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\w)(?!\.\d)")
 FUZZ_CALLS = 60
 
 

@@ -9,11 +9,15 @@ from __future__ import annotations
 from mechanisms.base import Mechanism
 from schemas.envspec import RUNTIME_OPERATIONS, Entity, OperationSpec, Rendering, ToolSpec
 from setter.corpus import Passage, choose_passage
-from setter.phrasebook import ARGUMENT_NAMES, PHRASES, slug, vocabulary
+from setter.phrasebook import ARGUMENT_NAMES, phrase, slug, vocabulary
 
 GOALS = {
     "inventory_dp": "Keep {items} in stock at {place} so that total profit over all {period}s is as high as "
     "possible: sales minus purchase costs, order fees, holding costs and shortage penalties.",
+    "knapsack": "Choose which {candidates} {organization} takes on, so that their total value is as high as "
+    "possible without exceeding any limit on {capacity}.",
+    "lp": "Plan how many {products} to make in every {period} so that total profit is as high as possible "
+    "without using more {resources} than are available or making more than can be sold.",
 }
 
 
@@ -22,8 +26,8 @@ def bindable_operations(mechanism: Mechanism, params) -> list[OperationSpec]:
     return [*mechanism.operations(params), *RUNTIME_OPERATIONS]
 
 
-def render_tool(op: OperationSpec, words: dict[str, str], taken: set[str]) -> ToolSpec:
-    name_pattern, description_pattern = PHRASES.get(op.name, (op.name, op.summary[:1].upper() + op.summary[1:]))
+def render_tool(family: str, op: OperationSpec, words: dict[str, str], taken: set[str]) -> ToolSpec:
+    name_pattern, description_pattern = phrase(family, op.name, op.summary)
     name = slug(name_pattern.format(**words))[:60]
     base, n = name, 2
     while name in taken:
@@ -93,7 +97,7 @@ def render(mechanism: Mechanism, params, passage: Passage, turn_budget: int) -> 
     """Render one solved instance in the passage's vocabulary."""
     words = vocabulary(passage.vocab)
     taken: set[str] = set()
-    tools = [render_tool(op, words, taken) for op in bindable_operations(mechanism, params)]
+    tools = [render_tool(mechanism.id, op, words, taken) for op in bindable_operations(mechanism, params)]
     goal = GOALS.get(mechanism.id, "Make the best decisions you can for {place}: " + mechanism.summary + ".")
     intro = f"You are the {words['role']} at {words['place']}, run by {words['organization']}. {passage.text}"
     instructions, written_prompt = compose_instructions(mechanism, params, passage, intro, goal.format(**words),

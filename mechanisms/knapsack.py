@@ -1,0 +1,277 @@
+"""knapsack: 0/1 multi-dimensional knapsack; pick items whose total weight fits every capacity.
+
+Parameters (all can be given as data):
+- ``values``: the value of each of the n items (hidden, non-negative); items are numbered 1..n
+- ``weights``: an m x n matrix; ``weights[i][j]`` is how much item j+1 uses of capacity dimension i+1
+  (hidden, non-negative); m is the number of capacity dimensions
+- ``capacities``: the limit of each of the m dimensions (hidden, positive)
+- ``sticker_values``: the posted "rating" of each item (a decoy: a noisy, biased estimate of its value
+  that the default policy trusts; when omitted from data it equals ``values``)
+The knobs: ``size`` is the number of items n, ``horizon`` the number of capacity dimensions m.
+Solved exactly as a 0/1 integer program with HiGHS (``scipy.optimize.milp``, zero optimality gap).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+from mechanisms.base import ActionError, Mechanism, Solution, require_int
+from mechanisms.registry import register
+from schemas.envspec import Action, ArgSpec, OperationSpec
+
+MAX_ITEMS = 60
+MAX_DIMENSIONS = 30
+STICKER_REDRAWS = 24  # the sampler redraws ratings that would make the default policy near-optimal
+NEAR_OPTIMAL = 0.97  # ... that is, reaching more than this share of the optimum
+
+
+class KnapsackParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    values: list[float] = Field(min_length=1, max_length=MAX_ITEMS)
+    weights: list[list[float]] = Field(min_length=1, max_length=MAX_DIMENSIONS)
+    capacities: list[float] = Field(min_length=1, max_length=MAX_DIMENSIONS)
+    sticker_values: list[float]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_sticker(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "sticker_values" not in data and "values" in data:
+            data = {**data, "sticker_values": data["values"]}
+        return data
+
+    @model_validator(mode="after")
+    def _shapes(self) -> KnapsackParams:
+        n, m = len(self.values), len(self.weights)
+        if len(self.capacities) != m:
+            raise ValueError(f"capacities must have one entry per row of weights ({m}), "
+                             f"got {len(self.capacities)}")
+        for i, row in enumerate(self.weights, start=1):
+            if len(row) != n:
+                raise ValueError(f"weights row {i} must have one entry per item ({n}), got {len(row)}")
+        if len(self.sticker_values) != n:
+            raise ValueError(f"sticker_values must have one entry per item ({n}), "
+                             f"got {len(self.sticker_values)}")
+        numbers = [*self.values, *self.capacities, *self.sticker_values,
+                   *(w for row in self.weights for w in row)]
+        if not all(math.isfinite(x) for x in numbers):
+            raise ValueError("values, weights, capacities and sticker_values must be finite numbers")
+        if min(self.values) < 0:
+            raise ValueError("values must be non-negative")
+        if min(w for row in self.weights for w in row) < 0:
+            raise ValueError("weights must be non-negative")
+        if min(self.capacities) <= 0:
+            raise ValueError("capacities must be positive")
+        return self
+
+    @property
+    def items(self) -> int:
+        return len(self.values)
+
+    @property
+    def dimensions(self) -> int:
+        return len(self.capacities)
+
+
+def _used(p: KnapsackParams, selected: list[int]) -> list[float]:
+    """Capacity used in each dimension by the selected items (1-based ids)."""
+    return [float(sum(p.weights[i][j - 1] for j in selected)) for i in range(p.dimensions)]
+
+
+def _overflow(p: KnapsackParams, used: list[float], item: int) -> list[int]:
+    """The dimensions (1-based) that adding this item would push over their capacity."""
+    over = []
+    for i in range(p.dimensions):
+        total, cap = used[i] + p.weights[i][item - 1], p.capacities[i]
+        if total > cap + 1e-9 * max(1.0, abs(cap)):
+            over.append(i + 1)
+    return over
+
+
+class Knapsack(Mechanism[KnapsackParams]):
+    id = "knapsack"
+    version = 1
+    group = "near_ood"
+    summary = "choose items under several capacity limits to maximise total value; 0/1 integer program"
+    Params = KnapsackParams
+    size_range = (4, 20)  # items
+    horizon_range = (1, 11)  # capacity dimensions
+    default_size = 8
+    default_horizon = 2
+    u0_band = (0.15, 0.98)
+
+    def sample(self, rng: np.random.Generator, size: int, horizon: int) -> KnapsackParams:
+        n, m = int(size), int(horizon)
+        weights = rng.integers(1, 31, size=(m, n)).astype(float)
+        tightness = rng.uniform(0.3, 0.6, m)
+        capacities = np.maximum(np.round(tightness * weights.sum(axis=1)), weights.max(axis=1))
+        share = (weights / capacities[:, None]).mean(axis=0)
+        values = np.maximum(np.round(100 * share * rng.uniform(0.6, 1.4, n) + rng.integers(1, 6, n)), 1)
+        data = {"values": values.tolist(), "weights": weights.tolist(), "capacities": capacities.tolist()}
+        params = KnapsackParams(**data, sticker_values=self._ratings(rng, values))
+        u_star = self.solve(params).u_star
+        for _ in range(STICKER_REDRAWS):
+            if self.run(params, self.default_actions(params)) <= NEAR_OPTIMAL * u_star:
+                break
+            params = KnapsackParams(**data, sticker_values=self._ratings(rng, values))
+        return params
+
+    @staticmethod
+    def _ratings(rng: np.random.Generator, values: np.ndarray) -> list[float]:
+        """The posted ratings: the values under a multiplicative, log-normal error, rescaled."""
+        bias = np.exp(rng.normal(0.0, 0.5, len(values)))
+        return np.maximum(np.round(values * bias / np.mean(bias)), 1).tolist()
+
+    def solve(self, params: KnapsackParams) -> Solution:
+        p = params
+        values = np.asarray(p.values, dtype=float)
+        weights = np.asarray(p.weights, dtype=float)
+        result = milp(-values, constraints=LinearConstraint(weights, -np.inf, np.asarray(p.capacities)),
+                      integrality=np.ones(p.items), bounds=Bounds(0, 1), options={"mip_rel_gap": 0.0})
+        if result.status != 0 or result.x is None:
+            raise RuntimeError(f"HiGHS MILP failed: {result.message}")
+        x = np.asarray(result.x)
+        if np.max(np.abs(x - np.round(x))) > 1e-6:
+            raise RuntimeError("HiGHS MILP returned a fractional solution")
+        chosen = [j + 1 for j in range(p.items) if round(x[j]) == 1]
+        actions: list[Action] = []
+        used = [0.0] * p.dimensions
+        for j in chosen:
+            if _overflow(p, used, j):
+                raise RuntimeError(f"HiGHS MILP solution overfills a capacity at item {j}")
+            used = [u + p.weights[i][j - 1] for i, u in enumerate(used)]
+            actions.append(Action(op="select_item", args={"item": j}))
+        actions.append(Action(op="submit"))
+        u_star = float(sum(p.values[j - 1] for j in chosen))
+        facts = {"items": p.items, "dimensions": p.dimensions, "chosen": chosen,
+                 "mip_objective": float(-result.fun), "nodes": int(getattr(result, "mip_node_count", 0) or 0)}
+        return Solution(u_star, actions, "HiGHS MILP (scipy.optimize.milp, mip_rel_gap=0)", facts)
+
+    def default_actions(self, params: KnapsackParams) -> list[Action]:
+        """Greedy by rating per unit of average normalised weight (every dimension counts equally)."""
+        p = params
+        weights = np.asarray(p.weights, dtype=float)
+        share = (weights / np.asarray(p.capacities)[:, None]).mean(axis=0)
+        score = [p.sticker_values[j] / share[j] if share[j] > 0 else math.inf for j in range(p.items)]
+        order = sorted(range(p.items), key=lambda j: (-score[j], j))
+        actions = [Action(op="read_rating", args={"item": 1})]
+        selected: list[int] = []
+        used = [0.0] * p.dimensions
+        for j in order:
+            item = j + 1
+            if p.sticker_values[j] <= 0 or _overflow(p, used, item):
+                continue
+            selected.append(item)
+            used = [u + p.weights[i][j] for i, u in enumerate(used)]
+            actions.append(Action(op="select_item", args={"item": item}))
+        actions.append(Action(op="submit"))
+        return actions
+
+    def operations(self, params: KnapsackParams) -> list[OperationSpec]:
+        item = {"item": ArgSpec(type="integer", description="item number", minimum=1, maximum=params.items)}
+        return [
+            OperationSpec(name="probe_value", kind="probe", summary="true value of one item", args=item),
+            OperationSpec(name="probe_weights", kind="probe",
+                          summary="how much one item uses of every capacity limit", args=item),
+            OperationSpec(name="probe_capacity", kind="probe", summary="every capacity limit"),
+            OperationSpec(name="read_rating", kind="info", summary="the posted rating of one item", args=item,
+                          decoy=True),
+            OperationSpec(name="list_items", kind="info",
+                          summary="the item numbers and the number of limits"),
+            OperationSpec(name="view_selection", kind="info",
+                          summary="the chosen items and the capacity they use in every limit"),
+            OperationSpec(name="select_item", kind="decision", summary="add one item to the selection",
+                          args=item),
+            OperationSpec(name="drop_item", kind="decision", summary="remove one item from the selection",
+                          args=item),
+            OperationSpec(name="clear_selection", kind="decision",
+                          summary="remove every item from the selection"),
+            OperationSpec(name="submit", kind="clock", summary="submit the selection; this ends the episode"),
+            OperationSpec(name="finish", kind="clock", summary="stop now; the current selection stands"),
+        ]
+
+    def initial_state(self, params: KnapsackParams) -> dict[str, Any]:
+        return {"selected": [], "submitted": False, "finished": False}
+
+    def apply(self, params: KnapsackParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
+        p, op, args = params, action.op, action.args
+        if op == "probe_value":
+            j = require_int(args, "item", 1, p.items)
+            return {"item": j, "value": p.values[j - 1]}
+        if op == "probe_weights":
+            j = require_int(args, "item", 1, p.items)
+            weights = {f"limit {i + 1}": p.weights[i][j - 1] for i in range(p.dimensions)}
+            return {"item": j, "weights": weights}
+        if op == "probe_capacity":
+            return {"capacities": {f"limit {i + 1}": p.capacities[i] for i in range(p.dimensions)}}
+        if op == "read_rating":
+            j = require_int(args, "item", 1, p.items)
+            return {"item": j, "rating": p.sticker_values[j - 1]}
+        if op == "list_items":
+            return {"items": list(range(1, p.items + 1)), "limits": p.dimensions}
+        if op == "view_selection":
+            used = _used(p, state["selected"])
+            return {"selected": list(state["selected"]),
+                    "used": {f"limit {i + 1}": used[i] for i in range(p.dimensions)}}
+        if op == "select_item":
+            j = require_int(args, "item", 1, p.items)
+            if j in state["selected"]:
+                raise ActionError(f"item {j} is already selected")
+            over = _overflow(p, _used(p, state["selected"]), j)
+            if over:
+                names = ", ".join(f"limit {i}" for i in over)
+                raise ActionError(f"item {j} does not fit: it would exceed {names}")
+            state["selected"] = sorted([*state["selected"], j])
+            return {"selected": list(state["selected"])}
+        if op == "drop_item":
+            j = require_int(args, "item", 1, p.items)
+            if j not in state["selected"]:
+                raise ActionError(f"item {j} is not selected")
+            state["selected"] = [k for k in state["selected"] if k != j]
+            return {"selected": list(state["selected"])}
+        if op == "clear_selection":
+            state["selected"] = []
+            return {"selected": []}
+        if op == "submit":
+            state.update(submitted=True, finished=True)
+            return {"submitted": list(state["selected"]), "finished": True}
+        if op == "finish":
+            state["finished"] = True
+            return {"selected": list(state["selected"]), "finished": True}
+        raise ActionError(f"unknown operation {op!r}")
+
+    def utility(self, params: KnapsackParams, state: dict[str, Any]) -> float:
+        return float(sum(params.values[j - 1] for j in state["selected"]))
+
+    def describe(self, params: KnapsackParams, vocab: dict[str, str]) -> str:
+        p, v = params, vocab
+        limits = "; ".join(f"{v['capacity']} {i + 1}: {p.capacities[i]:g}" for i in range(p.dimensions))
+        rows = []
+        for j in range(p.items):
+            uses = ", ".join(f"{p.weights[i][j]:g}" for i in range(p.dimensions))
+            rows.append(f"{v['candidate']} {j + 1}: value {p.values[j]:g} {v['currency']}, uses [{uses}], "
+                        f"{v['sticker']} {p.sticker_values[j]:g}")
+        return (
+            f"There are {p.items} {v['candidates']} and {p.dimensions} {v['capacity']} limit(s) ({limits}). "
+            f"Each chosen {v['candidate']} uses part of every limit; the chosen {v['candidates']} together "
+            f"may not exceed any limit, and each {v['candidate']} can be chosen at most once. The goal is "
+            f"the highest total value. {'. '.join(rows)}. The {v['sticker']} is a rating, not the value."
+        )
+
+    def secret_numbers(self, params: KnapsackParams) -> list[float]:
+        p = params
+        return [*p.values, *(w for row in p.weights for w in row if w != 0), *p.capacities]
+
+    def probe_allowance(self, params: KnapsackParams) -> int:
+        return 2 * params.items + 1
+
+    def public_numbers(self, params: KnapsackParams) -> list[float]:
+        p = params
+        return [p.items, p.dimensions, *range(1, max(p.items, p.dimensions) + 1)]
+
+
+register(Knapsack())

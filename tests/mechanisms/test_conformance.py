@@ -1,0 +1,116 @@
+"""One checker for every registered family: determinism, exactness, anchors through the tools, fuzzing."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+import mechanisms
+from envs import Environment, play
+from envs.admission import admit
+from mechanisms.base import ActionError
+from schemas.envspec import MODES
+from tests.mechanisms import brute_force
+from tests.support import make_spec
+
+FAMILIES = [m.id for m in mechanisms.families()]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_same_seed_gives_the_same_instance(family):
+    m = mechanisms.get(family)
+    for i in range(5):
+        a = m.sample(np.random.default_rng([11, i]), m.default_size, m.default_horizon)
+        b = m.sample(np.random.default_rng([11, i]), m.default_size, m.default_horizon)
+        assert a == b
+    c = m.sample(np.random.default_rng([12, 0]), m.default_size, m.default_horizon)
+    assert c != m.sample(np.random.default_rng([11, 0]), m.default_size, m.default_horizon)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_solver_is_optimal_against_an_independent_method(family):
+    m = mechanisms.get(family)
+    assert hasattr(brute_force, family), f"add an independent reference for {family} to tests/mechanisms/brute_force.py"
+    size, horizon = brute_force.SMALL_KNOBS[family]
+    for i in range(12):
+        params = m.sample(np.random.default_rng([21, i]), size, horizon)
+        solution = m.solve(params)
+        reference = getattr(brute_force, family)(m, params)
+        assert solution.u_star == pytest.approx(reference, rel=1e-6, abs=1e-6)
+        assert m.run(params, solution.optimal_actions) == pytest.approx(solution.u_star, rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_oracle_scores_one_and_default_zero_in_every_mode(family):
+    admitted = 0
+    for i in range(8):
+        spec = make_spec(family, i)
+        if not admit(spec).admitted:
+            continue
+        admitted += 1
+        for mode in MODES:
+            env = Environment(spec, mode)
+            assert play(env, "oracle").score == pytest.approx(1.0, abs=1e-9)
+            assert play(env, "default").score == 0.0
+            assert play(env, "idle").score <= 1.0
+    assert admitted >= 5
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_default_position_is_inside_the_band_on_most_sampled_instances(family):
+    m = mechanisms.get(family)
+    low, high = m.u0_band
+    inside = 0
+    for i in range(60):
+        o = m.outcome(m.sample(np.random.default_rng([31, i]), m.default_size, m.default_horizon))
+        assert o.u0 <= o.solution.u_star + 1e-9 and o.u_idle <= o.solution.u_star + 1e-9
+        gap = o.solution.u_star - o.u_idle
+        inside += gap > 0 and low <= (o.u0 - o.u_idle) / gap <= high and o.u0 < o.solution.u_star
+    assert inside >= 0.85 * 60
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_thousand_random_tool_calls_never_raise(family):
+    spec = make_spec(family, 0)
+    rng = np.random.default_rng(5)
+    for mode in MODES:
+        env = Environment(spec, mode)
+        calls = 0
+        while calls < 1000:
+            env.reset()
+            for name, args in _random_calls(env, rng):
+                if env.done or calls >= 1000:
+                    break
+                before = copy.deepcopy(env.state)
+                reply = env.call(name, args)
+                calls += 1
+                if '"error"' in reply[:10]:
+                    assert env.state == before, f"{name}({args}) changed the state and failed"
+            assert env.utility() <= spec.reference.u_star + 1e-6 * max(1, abs(spec.reference.u_star))
+
+
+def _random_calls(env, rng):
+    from envs.agents import random_agent
+
+    return random_agent(env, int(rng.integers(1 << 30)))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_invalid_operations_raise_action_error_without_touching_state(family):
+    m = mechanisms.get(family)
+    params = m.sample(np.random.default_rng([41, 0]), m.default_size, m.default_horizon)
+    state = m.initial_state(params)
+    before = copy.deepcopy(state)
+    from schemas.envspec import Action
+
+    for op in m.operations(params):
+        for bad in ({name: "x" for name in op.args}, {name: 10**9 for name in op.args}):
+            if not op.args:
+                continue
+            with pytest.raises(ActionError):
+                m.apply(params, state, Action(op=op.name, args=bad))
+            assert state == before
+    with pytest.raises(ActionError):
+        m.apply(params, state, Action(op="no_such_operation"))
