@@ -70,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # Prefect's per-task INFO lines would drown the progress bar; warnings and errors still show.
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    # The ephemeral server's telemetry has no network here and would log an ERROR line on every run.
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     from cli import commands
 
     try:

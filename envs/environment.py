@@ -44,6 +44,7 @@ class Environment:
             raise ValueError(f"{spec.family} is at version {self.mechanism.version}, the spec needs {spec.version}")
         self.params = self.mechanism.params_from_data(spec.params)
         self._tools = {tool.name: tool for tool in spec.rendering.tools}
+        self._exposed = {tool.name for tool in self.tool_specs()}
         self._op_tool = {}
         for tool in spec.rendering.tools:
             self._op_tool.setdefault(tool.operation, tool)
@@ -111,9 +112,8 @@ class Environment:
         return json.dumps(observation, default=float)
 
     def _dispatch(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
-        exposed = {t.name for t in self.tool_specs()}
-        if name not in exposed:
-            raise ActionError(f"unknown tool {name!r}; available tools: {', '.join(sorted(exposed))}")
+        if name not in self._exposed:
+            raise ActionError(f"unknown tool {name!r}; available tools: {', '.join(sorted(self._exposed))}")
         if name == SUBMIT_PLAN:
             return self._run_plan(args)
         return self._run_tool(self._tools[name], args)

@@ -9,6 +9,7 @@ import pandas as pd
 from prefect import task
 
 from tasks.common import cpu_hour_usd, retry_transient
+from tasks.progress import HUB
 from tasks.land import LandedShard, sum_cost
 from warehouse.landing import commit_run, committed_shards, land
 from warehouse.location import resolve_warehouse
@@ -23,6 +24,7 @@ def commit(warehouse: str | None, run_id: str, flow_run_id: str | None, date: st
            landed: list[LandedShard], skipped_admitted: int, failures: list[str], started_at: dt.datetime) -> dict:
     """Write the runs row and the commit marker; returns the run summary."""
     wh = resolve_warehouse(warehouse)
+    HUB.add(admitted=skipped_admitted)  # shards committed by an earlier run count as delivered
     finished = dt.datetime.now(dt.UTC)
     new = sum(s.admitted for s in landed)
     llm_cost = sum_cost([s.llm_cost_usd for s in landed])
