@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-import sys
 
 from cli.output import arrow_rows, console, print_rows
 
 
 def is_user_error(error: BaseException) -> bool:
     """Errors caused by input (shown as one line) rather than by a bug (shown with a traceback)."""
+    from cli.main import CliError
     from mechanisms.registry import UnknownFamilyError
     from tasks.plan import PlanError
     from warehouse.catalog import QueryError
     from warehouse.location import WarehouseError
-
-    from cli.main import CliError
 
     return isinstance(error, (CliError, PlanError, QueryError, WarehouseError, UnknownFamilyError, ValueError))
 
@@ -84,15 +82,15 @@ def cmd_families(args) -> int:
 
 
 def load_spec(wh, env_id: str):
+    from cli.main import CliError
     from schemas.envspec import EnvSpec
     from warehouse.catalog import connect
-
-    from cli.main import CliError
 
     con = connect(wh)
     row = con.execute("SELECT spec_json FROM environments WHERE env_id = ?", [env_id]).fetchone()
     if row is None:
-        raise CliError(f"unknown environment id {env_id!r}; list ids with: vhd query \"SELECT env_id FROM environments\"")
+        raise CliError(f"unknown environment id {env_id!r}; "
+                       'list ids with: vhd query "SELECT env_id FROM environments"')
     return EnvSpec.model_validate_json(row[0])
 
 
@@ -104,7 +102,8 @@ def cmd_show(args) -> int:
     r, ref = spec.rendering, spec.reference
     console.print(f"[bold]{r.title}[/bold]  ({spec.env_id})")
     console.print(f"family {spec.family} v{spec.version}, split {spec.split}, size {spec.size}, horizon "
-                  f"{spec.horizon}, domain {r.domain} ({r.passage_id}), setter {spec.setter}, budget {spec.turn_budget}")
+                  f"{spec.horizon}, domain {r.domain} ({r.passage_id}), setter {spec.setter}, "
+                  f"budget {spec.turn_budget}")
     console.print(f"u* = {ref.u_star:.6g} ({ref.solver}), u0 = {ref.u0:.6g}, u_idle = {ref.u_idle:.6g}")
     print_rows(["tool", "kind", "operation", "description"],
                [(t.name, t.kind, t.operation, t.description) for t in r.tools], title="tools")
@@ -171,6 +170,3 @@ def cmd_serve(args) -> int:
                   families=args.families, warehouse=wh.url)
     return 0
 
-
-def _stderr(message: str) -> None:
-    print(message, file=sys.stderr)

@@ -9,8 +9,8 @@ import pandas as pd
 from prefect import task
 
 from tasks.common import cpu_hour_usd, retry_transient
-from tasks.progress import HUB
 from tasks.land import LandedShard, sum_cost
+from tasks.progress import HUB
 from warehouse.landing import commit_run, committed_shards, land
 from warehouse.location import resolve_warehouse
 
