@@ -76,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return getattr(commands, f"cmd_{args.command}")(args) or 0
+    except BrokenPipeError:  # the reader (head, less) went away: not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("interrupted; committed runs are intact", file=sys.stderr)
         return 130

@@ -22,7 +22,7 @@ def print_rows(columns: list[str], rows: list[tuple[Any, ...]] | list[list[Any]]
         print(json.dumps([dict(zip(columns, row, strict=True)) for row in rows], default=str, indent=1))
     elif fmt == "csv":
         buffer = io.StringIO()
-        writer = csv.writer(buffer)
+        writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(columns)
         writer.writerows(rows)
         sys.stdout.write(buffer.getvalue())

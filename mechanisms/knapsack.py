@@ -52,6 +52,14 @@ def _best_subset(values: np.ndarray, weights: np.ndarray, capacities: np.ndarray
     return np.concatenate([masks_a[a], masks_b[b]]).astype(float), int(totals.size)
 
 
+def _require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
+    """``require_int`` that also refuses NaN and infinities (which it cannot convert) with an ActionError."""
+    value = args.get(name)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ActionError(f"argument {name!r} must be an integer, got {value!r}")
+    return require_int(args, name, low, high)
+
+
 class KnapsackParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     values: list[float] = Field(min_length=1, max_length=MAX_ITEMS)
@@ -215,16 +223,16 @@ class Knapsack(Mechanism[KnapsackParams]):
     def apply(self, params: KnapsackParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
         p, op, args = params, action.op, action.args
         if op == "probe_value":
-            j = require_int(args, "item", 1, p.items)
+            j = _require_int(args, "item", 1, p.items)
             return {"item": j, "value": p.values[j - 1]}
         if op == "probe_weights":
-            j = require_int(args, "item", 1, p.items)
+            j = _require_int(args, "item", 1, p.items)
             weights = {f"limit {i + 1}": p.weights[i][j - 1] for i in range(p.dimensions)}
             return {"item": j, "weights": weights}
         if op == "probe_capacity":
             return {"capacities": {f"limit {i + 1}": p.capacities[i] for i in range(p.dimensions)}}
         if op == "read_rating":
-            j = require_int(args, "item", 1, p.items)
+            j = _require_int(args, "item", 1, p.items)
             return {"item": j, "rating": p.sticker_values[j - 1]}
         if op == "list_items":
             return {"items": list(range(1, p.items + 1)), "limits": p.dimensions}
@@ -233,7 +241,7 @@ class Knapsack(Mechanism[KnapsackParams]):
             return {"selected": list(state["selected"]),
                     "used": {f"limit {i + 1}": used[i] for i in range(p.dimensions)}}
         if op == "select_item":
-            j = require_int(args, "item", 1, p.items)
+            j = _require_int(args, "item", 1, p.items)
             if j in state["selected"]:
                 raise ActionError(f"item {j} is already selected")
             over = _overflow(p, _used(p, state["selected"]), j)
@@ -243,7 +251,7 @@ class Knapsack(Mechanism[KnapsackParams]):
             state["selected"] = sorted([*state["selected"], j])
             return {"selected": list(state["selected"])}
         if op == "drop_item":
-            j = require_int(args, "item", 1, p.items)
+            j = _require_int(args, "item", 1, p.items)
             if j not in state["selected"]:
                 raise ActionError(f"item {j} is not selected")
             state["selected"] = [k for k in state["selected"] if k != j]

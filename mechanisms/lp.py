@@ -37,6 +37,14 @@ MAX_VARIABLES = 400
 MAX_ROWS = 800
 
 
+def _require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
+    """``require_int`` that also refuses NaN and infinities (which it cannot convert) with an ActionError."""
+    value = args.get(name)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ActionError(f"argument {name!r} must be an integer, got {value!r}")
+    return require_int(args, name, low, high)
+
+
 class LPParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     c: list[float] = Field(min_length=1, max_length=MAX_VARIABLES)
@@ -312,13 +320,13 @@ class LP(Mechanism[LPParams]):
         p, op, args = params, action.op, action.args
         t = state["period"] + 1  # the current period, 1-based
         if op == "probe_profit":
-            k = require_int(args, "product", 1, p.n_products)
+            k = _require_int(args, "product", 1, p.n_products)
             return {"period": t, "product": k, "profit": p.c[p.var(t, k)]}
         if op == "read_profit_sticker":
-            k = require_int(args, "product", 1, p.n_products)
+            k = _require_int(args, "product", 1, p.n_products)
             return {"period": t, "product": k, "sticker_profit": p.sticker_profit[p.var(t, k)]}
         if op == "probe_usage":
-            k = require_int(args, "product", 1, p.n_products)
+            k = _require_int(args, "product", 1, p.n_products)
             j = p.var(t, k)
             usage = {r["name"]: p.A_ub[r["row"]][j] for r in _rows(p)
                      if r["kind"] == "resource" and p.A_ub[r["row"]][j] != 0}
@@ -345,7 +353,7 @@ class LP(Mechanism[LPParams]):
             return {"period": t, "free": {r["name"]: p.b_ub[r["row"]] - float(np.dot(p.A_ub[r["row"]], x))
                                           for r in self._resources(p, t)}}
         if op == "set_production":
-            k = require_int(args, "product", 1, p.n_products)
+            k = _require_int(args, "product", 1, p.n_products)
             bound = _quantity_bound(p)
             if bound is None:
                 quantity = require_number(args, "quantity", -math.inf, math.inf)

@@ -54,6 +54,9 @@ def prefect_server(tmp_path_factory):
 
     with temporary_settings(updates={PREFECT_API_URL: url, PREFECT_HOME: str(client_home)}):
         yield url
+        from prefect.logging.handlers import APILogHandler
+
+        APILogHandler.flush()  # send queued run logs while the server is still up
     for key, value in previous.items():
         if value is None:
             os.environ.pop(key, None)

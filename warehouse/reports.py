@@ -16,8 +16,8 @@ WITH envs AS (
     FROM llm_calls c JOIN attempts a ON a.instance_key = c.instance_key AND a.attempt = c.attempt GROUP BY ALL
 )
 SELECT envs.key AS {name}, environments, attempts, round(admitted / nullif(attempts, 0), 3) AS admission_yield,
-       coalesce(tokens, 0) AS tokens, round(total_usd / environments, 6) AS usd_per_environment,
-       round(total_usd, 6) AS total_usd, unknown_cost
+       coalesce(tokens, 0) AS tokens, total_usd / environments AS usd_per_environment,
+       total_usd, unknown_cost
 FROM envs LEFT JOIN tries USING (key) LEFT JOIN tokens USING (key)
 ORDER BY 1
 """
@@ -39,8 +39,8 @@ REPORTS: dict[str, list[tuple[str, str]]] = {
             SELECT count(*) AS environments, (SELECT count(*) FROM attempts) AS attempts,
                    round(count(*) / nullif((SELECT count(*) FROM attempts), 0), 3) AS admission_yield,
                    (SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM llm_calls) AS tokens,
-                   round(sum(cost_usd) / nullif(count(*), 0), 6) AS usd_per_environment,
-                   round(sum(cost_usd), 6) AS total_usd
+                   sum(cost_usd) / nullif(count(*), 0) AS usd_per_environment,
+                   sum(cost_usd) AS total_usd
             FROM environments"""),
     ],
     "diversity": [

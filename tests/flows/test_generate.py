@@ -33,3 +33,27 @@ def test_flow_lands_the_requested_count_and_a_rerun_adds_nothing(prefect_server,
     assert {t: _count(wh, t) for t in counts} == counts
     runs = run_query(wh, "SELECT status, new_environments FROM runs ORDER BY started_at").to_pylist()
     assert runs == [{"status": "completed", "new_environments": 90}, {"status": "completed", "new_environments": 0}]
+
+
+def test_a_run_that_died_before_its_commit_is_finished_from_the_stage_cache(prefect_server, tmp_path):
+    import shutil
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    warehouse = str(tmp_path / "wh")
+    params = {"date": "2026-04-02", "count": 30, "families": "lp", "warehouse": warehouse, "shard_size": 10}
+    first = run_generate(workers=2, **params)
+    wh = resolve_warehouse(warehouse)
+    ids = run_query(wh, "SELECT env_id FROM environments ORDER BY env_id").column("env_id").to_pylist()
+    shutil.rmtree(tmp_path / "wh" / "_commits")  # as if the process died after landing, before committing
+    assert _count(wh, "environments") == 0  # nothing uncommitted is visible
+
+    second = run_generate(workers=2, **params)
+    assert second["new_environments"] == 30 and first["new_environments"] == 30
+    assert run_query(wh, "SELECT env_id FROM environments ORDER BY env_id").column("env_id").to_pylist() == ids
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[second["flow_run_id"]])))
+    states = {(r.name.split("-")[0], r.state.name) for r in runs}
+    for stage in ("sample", "solve", "render", "validate"):
+        assert (stage, "Cached") in states, states

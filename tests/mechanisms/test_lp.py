@@ -1,81 +1,258 @@
-"""lp: explicit data, exactness against vertex enumeration, bad data refused, dynamics refuse infeasible plans."""
+"""lp: determinism, exactness against independent methods, replay, the default's band, refusals, fuzzing."""
 
 from __future__ import annotations
 
 import copy
 import itertools
+import json
 
 import numpy as np
 import pytest
+from scipy.optimize import linprog
 
 import mechanisms
 from mechanisms.base import ActionError
+from mechanisms.lp import LPParams
 from schemas.envspec import Action
+from setter.corpus import VOCAB_KEYS
 
 M = mechanisms.get("lp")
+VOCAB = {k: k for k in VOCAB_KEYS}
 
 
-def _vertex_optimum(c, a, b) -> float:
-    """Enumerate every basic solution of {A x <= b, x >= 0} (tiny instances) and keep the best feasible one."""
-    c, a, b = map(lambda v: np.asarray(v, dtype=float), (c, a, b))
-    n = len(c)
-    rows = np.vstack([a, -np.eye(n)])
-    rhs = np.concatenate([b, np.zeros(n)])
+def _sample(i: int, size: int | None = None, horizon: int | None = None) -> LPParams:
+    return M.sample(np.random.default_rng([7, i]), size or M.default_size, horizon or M.default_horizon)
+
+
+def _vertices_optimum(p: LPParams) -> float:
+    """Enumerate every vertex of {A x <= b, x >= 0} (tiny n only) and take the best."""
+    a = np.vstack([np.asarray(p.A_ub, dtype=float), -np.eye(p.n)])
+    b = np.concatenate([np.asarray(p.b_ub, dtype=float), np.zeros(p.n)])
     best = -np.inf
-    for basis in itertools.combinations(range(len(rows)), n):
-        sub = rows[list(basis)]
+    for rows in itertools.combinations(range(len(b)), p.n):
+        sub = a[list(rows)]
         if abs(np.linalg.det(sub)) < 1e-12:
             continue
-        x = np.linalg.solve(sub, rhs[list(basis)])
-        if np.all(rows @ x <= rhs + 1e-7):
-            best = max(best, float(c @ x))
+        x = np.linalg.solve(sub, b[list(rows)])
+        if np.all(a @ x <= b + 1e-9 * np.maximum(1.0, np.abs(b))):
+            best = max(best, float(np.dot(p.c, x)))
     return best
 
 
-def test_a_plain_lp_from_data_is_solved_exactly():
-    data = {"c": [3.0, 5.0], "A_ub": [[1.0, 0.0], [0.0, 2.0], [3.0, 2.0]], "b_ub": [4.0, 12.0, 18.0]}
-    params = M.params_from_data(data)
-    solution = M.solve(params)
-    assert solution.u_star == pytest.approx(36.0)  # the textbook Wyndor Glass optimum, x = (2, 6)
-    assert M.run(params, solution.optimal_actions) == pytest.approx(36.0)
+def _dual_and_ipm(p: LPParams) -> tuple[float, float]:
+    c = np.asarray(p.c, dtype=float)
+    a = np.asarray(p.A_ub, dtype=float)
+    b = np.asarray(p.b_ub, dtype=float)
+    primal = linprog(-c, A_ub=a, b_ub=b, bounds=(0, None), method="highs-ipm")
+    dual = linprog(b, A_ub=-a.T, b_ub=-c, bounds=(0, None), method="highs-ipm")
+    assert primal.status == 0 and dual.status == 0
+    return float(-primal.fun), float(dual.fun)
 
 
-@pytest.mark.parametrize("index", range(15))
-def test_sampled_single_period_instances_match_vertex_enumeration(index):
-    params = M.sample(np.random.default_rng([61, index]), 2, 1)
-    assert M.solve(params).u_star == pytest.approx(_vertex_optimum(params.c, params.A_ub, params.b_ub), rel=1e-7)
+def test_same_seed_gives_the_same_params():
+    for i in range(5):
+        a, b = _sample(i), _sample(i)
+        assert a == b and a.model_dump() == b.model_dump()
+    assert _sample(0) != _sample(1)
+    assert M.params_from_data(_sample(3).model_dump()) == _sample(3)
+
+
+def test_sampled_structure_is_block_by_period():
+    p = _sample(4, 4, 3)
+    assert p.n == 12 and p.n_products == 4 and p.periods == 3
+    a = np.asarray(p.A_ub)
+    for row in a:
+        periods = {j // p.n_products for j in np.flatnonzero(row)}
+        assert len(periods) == 1
+    caps = [row for row in a if np.count_nonzero(row) == 1]
+    assert len(caps) == p.n and all(row.max() == 1.0 for row in caps)
+    assert len(a) - len(caps) in range(2 * p.periods, 3 * p.periods + 1)
+
+
+def test_contract_shape():
+    p = _sample(0)
+    ops = M.operations(p)
+    assert len(ops) >= 11 and {op.kind for op in ops} == {"probe", "info", "decision", "clock"}
+    assert any(op.decoy for op in ops) and "finish" in {op.name for op in ops}
+    assert len({op.name for op in ops}) == len(ops)
+    quantity = next(op for op in ops if op.name == "set_production").args["quantity"]
+    assert quantity.type == "number" and quantity.minimum == 0 and quantity.maximum == 100.0
+    assert quantity.maximum in M.public_numbers(p)
+    for op in ops:
+        if "product" in op.args:
+            assert op.args["product"].type == "integer" and op.args["product"].maximum == p.n_products
+    assert M.group == "near_ood" and M.version == 1
+    assert M.size_range == (2, 8) and M.horizon_range == (1, 6)
+    assert M.probe_allowance(p) == p.periods * (2 * p.n_products + 2)
+    text = M.describe(p, VOCAB)
+    assert all(f"{v:g}" in text for v in p.b_ub) and all(f"{v:g}" in text for v in p.c)
+    json.dumps(M.initial_state(p))
+
+
+@pytest.mark.parametrize("i", range(30))
+def test_solver_matches_independent_methods(i):
+    rng = np.random.default_rng([8, i])
+    if i < 15:  # tiny: n <= 3, checked against vertex enumeration too
+        p = M.sample(rng, int(rng.integers(2, 4)), 1)
+        assert M.solve(p).u_star == pytest.approx(_vertices_optimum(p), rel=1e-6, abs=1e-6)
+    else:
+        p = M.sample(rng, int(rng.integers(2, 6)), int(rng.integers(1, 4)))
+    u_star = M.solve(p).u_star
+    ipm, dual = _dual_and_ipm(p)
+    assert u_star == pytest.approx(ipm, rel=1e-6)
+    assert u_star == pytest.approx(dual, rel=1e-6)  # strong duality: b.y = c.x
+
+
+@pytest.mark.parametrize("knobs", [(3, 2), (2, 1), (8, 6), (5, 3)])
+def test_replay_of_optimal_actions_gives_u_star(knobs):
+    for i in range(5):
+        p = _sample(100 + i, *knobs)
+        solution = M.solve(p)
+        assert M.run(p, solution.optimal_actions) == pytest.approx(solution.u_star, rel=1e-9)
+        assert [a.op for a in solution.optimal_actions].count("advance_period") == p.periods
+        assert solution.facts["lp_objective"] == pytest.approx(solution.u_star, rel=1e-6)
+
+
+def test_default_is_below_optimum_and_inside_the_band():
+    low, high = M.u0_band
+    inside = 0
+    for i in range(100):
+        o = M.outcome(_sample(i))
+        u_star = o.solution.u_star
+        assert o.u_idle == 0.0 and u_star > o.u_idle
+        ops = {a.op for a in o.default_actions}
+        assert ops <= {"read_profit_sticker", "set_production", "advance_period"}
+        g = (o.u0 - o.u_idle) / (u_star - o.u_idle)
+        inside += low <= g <= high and u_star - o.u0 > 1e-6 * max(1.0, abs(u_star))
+    assert inside >= 90
+
+
+def test_explicit_c_a_b_is_a_one_period_lp():
+    p = M.params_from_data({"c": [3, 5], "A_ub": [[1, 0], [0, 2], [3, 2]], "b_ub": [4, 12, 18]})
+    assert p.periods == 1 and p.n_products == 2 and p.sticker_profit == [3.0, 5.0]
+    solution = M.solve(p)
+    assert solution.u_star == pytest.approx(36.0)  # the textbook optimum x = (2, 6)
+    assert M.run(p, solution.optimal_actions) == pytest.approx(36.0)
+    assert M.run(p, M.default_actions(p)) < 36.0
+
+
+def test_rows_with_negative_entries_are_replayed_in_a_feasible_order():
+    p = M.params_from_data({"c": [1, 1], "A_ub": [[1, -1], [1, 0], [0, 1]], "b_ub": [0, 3, 5]})
+    solution = M.solve(p)
+    assert solution.u_star == pytest.approx(8.0)
+    assert solution.optimal_actions[0].args["product"] == 2
+    assert M.run(p, solution.optimal_actions) == pytest.approx(8.0)
+    blocked = M.params_from_data({"c": [1, 1], "A_ub": [[1, -1], [-1, 1], [1, 0]], "b_ub": [0, 0, 3]})
+    with pytest.raises(ValueError, match="one product at a time"):
+        M.solve(blocked)
+
+
+def test_unbounded_data_is_rejected_at_solve():
+    p = M.params_from_data({"c": [1, 1], "A_ub": [[1, -1]], "b_ub": [1]})
+    with pytest.raises(ValueError, match="unbounded"):
+        M.solve(p)
+
+
+def test_infeasible_settings_are_refused_naming_the_row():
+    p = _sample(2)
+    state = M.initial_state(p)
+    caps = M.apply(p, state, Action(op="probe_demand_caps"))["demand_caps"]
+    before = copy.deepcopy(state)
+    with pytest.raises(ActionError, match="demand cap of product 1 in period 1"):
+        M.apply(p, state, Action(op="set_production", args={"product": 1, "quantity": caps["product 1"] + 1}))
+    assert state == before
+    usage = M.apply(p, state, Action(op="probe_usage", args={"product": 2}))["usage_per_unit"]
+    limits = M.apply(p, state, Action(op="probe_resource_limits"))["limits"]
+    tightest = min(limits[name] / use for name, use in usage.items())
+    if tightest < caps["product 2"]:
+        with pytest.raises(ActionError, match="resource"):
+            M.apply(p, state, Action(op="set_production", args={"product": 2, "quantity": tightest * 1.01}))
+        assert state == before
+
+
+def test_invalid_actions_raise_and_leave_the_state_unchanged():
+    p = _sample(2)
+    opt = M.solve(p).optimal_actions
+    mid = M.initial_state(p)
+    for action in opt[: opt.index(Action(op="advance_period")) + 1]:
+        M.apply(p, mid, action)
+    bad = [Action(op="no_such_op"), Action(op="set_production", args={"product": 1}),
+           Action(op="set_production", args={"quantity": 1.0}),
+           Action(op="set_production", args={"product": 0, "quantity": 1.0}),
+           Action(op="set_production", args={"product": p.n_products + 1, "quantity": 1.0}),
+           Action(op="set_production", args={"product": 1, "quantity": -0.5}),
+           Action(op="set_production", args={"product": 1, "quantity": float("nan")}),
+           Action(op="set_production", args={"product": 1, "quantity": float("inf")}),
+           Action(op="set_production", args={"product": 1, "quantity": "3"}),
+           Action(op="set_production", args={"product": 1, "quantity": 1e9}),
+           Action(op="set_production", args={"product": 1.5, "quantity": 1.0}),
+           Action(op="probe_profit", args={"product": True}),
+           Action(op="probe_usage", args={"product": None}),
+           Action(op="probe_profit", args={"product": float("nan")}),
+           Action(op="probe_profit", args={"product": float("inf")}),
+           Action(op="read_profit_sticker", args={"product": -1})]
+    for state in (M.initial_state(p), mid):
+        for action in bad:
+            before = copy.deepcopy(state)
+            with pytest.raises(ActionError):
+                M.apply(p, state, action)
+            assert state == before
 
 
 @pytest.mark.parametrize("data, message", [
-    ({"c": [1.0, 2.0], "A_ub": [[1.0, 1.0]], "b_ub": [1.0, 2.0]}, "b_ub must have one entry"),
-    ({"c": [1.0, 2.0], "A_ub": [[1.0]], "b_ub": [1.0]}, "one entry per variable"),
-    ({"c": [1.0], "A_ub": [[1.0]], "b_ub": [-1.0]}, "non-negative"),
+    ({"c": [1, 2], "A_ub": [[1, 2, 3]], "b_ub": [4]}, "A_ub row 1"),
+    ({"c": [1, 2], "A_ub": [[1, 2]], "b_ub": [4, 5]}, "b_ub"),
+    ({"c": [1, 2], "A_ub": [[1, 2]], "b_ub": [-4]}, "non-negative"),
+    ({"c": [1, 2], "A_ub": [[1, 2]], "b_ub": [4], "sticker_profit": [1]}, "sticker_profit"),
+    ({"c": [1, 2, 3], "A_ub": [[1, 2, 3]], "b_ub": [4], "products": 2}, "products x periods"),
+    ({"c": [1, 2, 3], "A_ub": [[1, 2, 3]], "b_ub": [4], "periods": 2}, "products x periods"),
+    ({"c": [1, float("inf")], "A_ub": [[1, 2]], "b_ub": [4]}, "finite"),
+    ({"c": [1, 2], "A_ub": [[1, 2]], "b_ub": [4], "colour": "red"}, "colour"),
+    ({"c": [], "A_ub": [[]], "b_ub": [4]}, "c"),
 ])
-def test_bad_data_is_refused_with_a_clear_message(data, message):
+def test_params_from_data_rejects_bad_data(data, message):
     with pytest.raises(ValueError, match=message):
         M.params_from_data(data)
 
 
-def test_an_unbounded_lp_is_refused():
-    params = M.params_from_data({"c": [1.0, 1.0], "A_ub": [[1.0, 0.0]], "b_ub": [3.0]})
-    with pytest.raises(ValueError, match="unbounded"):
-        M.solve(params)
+def _random_args(rng: np.random.Generator, op) -> dict:
+    args = {}
+    for name, spec in op.args.items():
+        roll = rng.random()
+        if roll < 0.1:
+            continue
+        high = spec.maximum if spec.maximum is not None else 50
+        if roll < 0.2:
+            args[name] = ["x", None, True, [1], float("nan")][int(rng.integers(5))] if roll < 0.15 else "7"
+        elif spec.type == "number" or roll < 0.3:
+            args[name] = float(rng.uniform(-5, high + 5)) if roll < 0.9 else float(rng.integers(0, 40))
+        else:
+            args[name] = int(rng.integers(int(spec.minimum) - 2, int(high) + 3))
+    if rng.random() < 0.05:
+        args["extra"] = 1
+    return args
 
 
-def test_an_infeasible_setting_is_refused_and_leaves_the_state_unchanged():
-    params = M.params_from_data({"c": [3.0, 5.0], "A_ub": [[1.0, 0.0], [0.0, 2.0], [3.0, 2.0]],
-                                 "b_ub": [4.0, 12.0, 18.0]})
-    state = M.initial_state(params)
-    M.apply(params, state, Action(op="set_production", args={"product": 1, "quantity": 4.0}))
-    before = copy.deepcopy(state)
-    with pytest.raises(ActionError):
-        M.apply(params, state, Action(op="set_production", args={"product": 2, "quantity": 6.0}))
-    assert state == before
-    assert M.utility(params, state) == pytest.approx(12.0)
-
-
-def test_the_default_plan_is_feasible_and_below_the_optimum():
-    for index in range(30):
-        params = M.sample(np.random.default_rng([62, index]), M.default_size, M.default_horizon)
-        outcome = M.outcome(params)
-        assert outcome.u0 < outcome.solution.u_star
+def test_a_thousand_random_actions_raise_nothing_but_action_error():
+    rng = np.random.default_rng(3)
+    p = _sample(5, 4, 3)
+    ops = M.operations(p)
+    u_star = M.solve(p).u_star
+    state = M.initial_state(p)
+    errors = 0
+    for _ in range(1000):
+        if M.finished(state) or rng.random() < 0.01:
+            state = M.initial_state(p)
+        op = ops[int(rng.integers(len(ops)))] if rng.random() > 0.03 else None
+        action = Action(op=op.name if op else "bogus", args=_random_args(rng, op) if op else {})
+        before = copy.deepcopy(state)
+        try:
+            json.dumps(M.apply(p, state, action))
+        except ActionError:
+            errors += 1
+            assert state == before
+        json.dumps(state)
+        x = np.asarray([q for period in state["quantities"] for q in period])
+        assert np.all(x >= 0) and np.all(np.asarray(p.A_ub) @ x <= np.asarray(p.b_ub) + 1e-6)
+        assert M.utility(p, state) <= u_star + 1e-6 * max(1.0, abs(u_star))
+    assert 0 < errors < 1000
