@@ -153,7 +153,8 @@ class Mechanism(ABC, Generic[P]):
 def require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
     """Read an integer argument within [low, high] or raise ActionError with a clear message."""
     value = args.get(name)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value)
+            or float(value) != int(value)):
         raise ActionError(f"argument {name!r} must be an integer, got {value!r}")
     value = int(value)
     if not low <= value <= high:

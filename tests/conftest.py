@@ -56,7 +56,7 @@ def prefect_server(tmp_path_factory):
         yield url
         from prefect.logging.handlers import APILogHandler
 
-        APILogHandler.flush()  # send queued run logs while the server is still up
+        APILogHandler().flush()  # send queued run logs while the server is still up
     for key, value in previous.items():
         if value is None:
             os.environ.pop(key, None)
