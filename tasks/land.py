@@ -11,6 +11,7 @@ import pandas as pd
 from prefect import task
 
 from tasks.common import cpu_hour_usd, retry_transient
+from tasks.progress import HUB
 from tasks.validate import ShardResult, checks_json
 from warehouse.landing import land
 from warehouse.location import resolve_warehouse
@@ -85,6 +86,8 @@ def land_result(warehouse: str, result: ShardResult, run_id: str) -> LandedShard
     for table, frame in frames.items():
         if len(frame):
             landed.files[table] = [land(wh, table, frame, shard.date, shard.key)]
+    HUB.settle(shard.key, landed.admitted, landed.rejected, sum(c.cost_usd or 0.0 for c in result.calls),
+               len(result.calls))
     return landed
 
 

@@ -88,12 +88,12 @@ def _admit_instance(shard: ShardSpec, candidate: Candidate, result: ShardResult)
         cost = sum(c.cost_usd or 0.0 for c in candidate.calls)
         if admitted:
             result.admitted.append(AdmittedEnv(candidate.spec, solved.instance.key, candidate.attempt, spent, calls))
-            HUB.add(admitted=1, rejected=rejected, cost_usd=cost, llm_calls=len(candidate.calls))
+            HUB.add(admitted=1, rejected=rejected, cost_usd=cost, llm_calls=len(candidate.calls), shard=shard.key)
             break
         rejected += 1
-        HUB.add(cost_usd=cost, llm_calls=len(candidate.calls))
+        HUB.add(cost_usd=cost, llm_calls=len(candidate.calls), shard=shard.key)
         if check in INSTANCE_CHECKS or candidate.attempt >= shard.max_attempts:
-            HUB.add(rejected=rejected)
+            HUB.add(rejected=rejected, shard=shard.key)
             break
         candidate = render_candidate(shard, solved, candidate.attempt + 1, feedback=reason)
     result.calls.extend(calls)
