@@ -41,6 +41,9 @@ class Outcome:
     default_actions: list[Action]
     u0: float
     u_idle: float
+    # further policies worth scoring against the reference, by name: utility reached (for the
+    # sequential families, the Bellman- or Weitzman-optimal online policy below the hindsight ceiling)
+    baselines: dict[str, float] = field(default_factory=dict)
 
 
 class Mechanism(ABC, Generic[P]):
@@ -81,6 +84,10 @@ class Mechanism(ABC, Generic[P]):
     def idle_actions(self, params: P) -> list[Action]:
         """The idle policy: does nothing and ends the episode."""
         return [Action(op="finish")]
+
+    def baseline_actions(self, params: P) -> dict[str, list[Action]]:
+        """Further named policies to record with the reference (e.g. the optimal online policy)."""
+        return {}
 
     # --- dynamics -------------------------------------------------------------------------
     @abstractmethod
@@ -141,6 +148,7 @@ class Mechanism(ABC, Generic[P]):
             default_actions=default,
             u0=self.run(params, default),
             u_idle=self.run(params, self.idle_actions(params)),
+            baselines={name: self.run(params, actions) for name, actions in self.baseline_actions(params).items()},
         )
 
     def operation(self, params: P, name: str) -> OperationSpec:

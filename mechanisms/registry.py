@@ -6,6 +6,15 @@ from mechanisms.base import Mechanism
 
 _FAMILIES: dict[str, Mechanism] = {}
 
+# The paper's split of the families (PAPER.md), plus the long-horizon external-style settings.
+GROUPS = {
+    "trained": "trained on",
+    "near_ood": "near out-of-distribution",
+    "far_ood_structure": "far out-of-distribution, other decision structure",
+    "far_ood_probe": "far out-of-distribution, tight probe budgets",
+    "external": "long-horizon external-style settings",
+}
+
 
 class UnknownFamilyError(ValueError):
     """A family id that is not registered."""
@@ -14,6 +23,8 @@ class UnknownFamilyError(ValueError):
 def register(mechanism: Mechanism) -> Mechanism:
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"{mechanism!r} is not a Mechanism")
+    if mechanism.group not in GROUPS:
+        raise ValueError(f"family {mechanism.id!r} has unknown group {mechanism.group!r}; use one of {sorted(GROUPS)}")
     if mechanism.id in _FAMILIES:
         raise ValueError(f"family {mechanism.id!r} is already registered")
     _FAMILIES[mechanism.id] = mechanism

@@ -99,6 +99,8 @@ class Reference(BaseModel):
     default_actions: list[Action]
     solver: str
     solver_facts: dict[str, Any] = Field(default_factory=dict)
+    # utilities of further recorded policies, e.g. the optimal online policy under a hindsight ceiling
+    baselines: dict[str, float] = Field(default_factory=dict)
 
 
 class EnvSpec(BaseModel):

@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict
 CORPUS_FILE = Path(__file__).parent / "corpus" / "passages.json"
 VOCAB_KEYS = ("place", "organization", "role", "item", "items", "unit", "supplier", "period", "order_verb",
               "candidate", "candidates", "capacity", "product", "products", "resource", "resources",
-              "sticker", "currency")
+              "sticker", "currency", "site", "sites", "vehicle", "customer", "customers", "counterpart", "deal",
+              "offer", "offers", "option", "options", "job", "jobs", "machine", "machines")
 
 
 class Passage(BaseModel):

@@ -21,6 +21,7 @@ def reference(outcome: Outcome) -> Reference:
         default_actions=outcome.default_actions,
         solver=outcome.solution.solver,
         solver_facts=outcome.solution.facts,
+        baselines=outcome.baselines,
     )
 
 

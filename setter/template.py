@@ -9,17 +9,7 @@ from __future__ import annotations
 from mechanisms.base import Mechanism
 from schemas.envspec import RUNTIME_OPERATIONS, Entity, OperationSpec, Rendering, ToolSpec
 from setter.corpus import Passage, choose_passage
-from setter.phrasebook import ARGUMENT_NAMES, phrase, slug, vocabulary
-
-GOALS = {
-    "inventory_dp": "Keep {items} in stock at {place} so that total profit over all {period}s is as high as "
-    "possible: sales minus purchase costs, order fees, holding costs and shortage penalties.",
-    "knapsack": "Choose which {candidates} {organization} takes on, so that their total value is as high as "
-    "possible without exceeding any limit on {capacity}.",
-    "lp": "Plan how many {products} to make in every {period} so that total profit is as high as possible "
-    "without using more {resources} than are available or making more than can be sold.",
-}
-
+from setter.phrasebook import argument_name, goal_pattern, phrase, slug, subject_key, title_pattern, vocabulary
 
 def bindable_operations(mechanism: Mechanism, params) -> list[OperationSpec]:
     """Every operation a tool may be bound to: the mechanism's and the runtime's."""
@@ -38,7 +28,7 @@ def render_tool(family: str, op: OperationSpec, words: dict[str, str], taken: se
         description += " Spends a turn from the same budget as decisions."
     properties, argument_map = {}, {}
     for arg_name, arg in op.args.items():
-        tool_arg = slug(ARGUMENT_NAMES.get(arg_name, arg_name).format(**words))
+        tool_arg = slug(argument_name(family, arg_name).format(**words))
         schema = {"type": arg.type, "description": arg.description or arg_name}
         if arg.minimum is not None:
             schema["minimum"] = arg.minimum if arg.type == "number" else int(arg.minimum)
@@ -56,7 +46,7 @@ def render_tool(family: str, op: OperationSpec, words: dict[str, str], taken: se
 
 def entities(family: str, words: dict[str, str]) -> list[Entity]:
     """A small entity-relationship model of the domain."""
-    subject = {"knapsack": "candidate", "lp": "product"}.get(family, "item")
+    subject = subject_key(family)
     return [
         Entity(name=words["organization"], attributes=["name"], relates_to=[words["place"]]),
         Entity(name=words["place"], attributes=["name", words["capacity"]], relates_to=[words[subject]]),
@@ -86,23 +76,16 @@ def compose_instructions(mechanism: Mechanism, params, passage: Passage, intro: 
     return instructions, written_prompt
 
 
-TITLES = {
-    "inventory_dp": "{place}: keeping {items} in stock",
-    "knapsack": "{place}: choosing {candidates}",
-    "lp": "{place}: planning {products}",
-}
-
-
 def render(mechanism: Mechanism, params, passage: Passage, turn_budget: int) -> Rendering:
     """Render one solved instance in the passage's vocabulary."""
     words = vocabulary(passage.vocab)
     taken: set[str] = set()
     tools = [render_tool(mechanism.id, op, words, taken) for op in bindable_operations(mechanism, params)]
-    goal = GOALS.get(mechanism.id, "Make the best decisions you can for {place}: " + mechanism.summary + ".")
+    goal = goal_pattern(mechanism.id, mechanism.summary)
     intro = f"You are the {words['role']} at {words['place']}, run by {words['organization']}. {passage.text}"
     instructions, written_prompt = compose_instructions(mechanism, params, passage, intro, goal.format(**words),
                                                         tools, turn_budget)
-    title = TITLES.get(mechanism.id, "{place}: " + mechanism.id.replace("_", " ")).format(**words)
+    title = title_pattern(mechanism.id).format(**words)
     return Rendering(domain=passage.domain, passage_id=passage.id, title=title,
                      entities=entities(mechanism.id, words), instructions=instructions,
                      written_prompt=written_prompt, tools=tools)

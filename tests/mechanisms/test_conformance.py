@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import importlib
 
 import numpy as np
 import pytest
@@ -12,7 +13,6 @@ from envs import Environment, play
 from envs.admission import admit
 from mechanisms.base import ActionError
 from schemas.envspec import MODES
-from tests.mechanisms import brute_force
 from tests.support import make_spec
 
 FAMILIES = [m.id for m in mechanisms.families()]
@@ -29,17 +29,44 @@ def test_same_seed_gives_the_same_instance(family):
     assert c != m.sample(np.random.default_rng([11, 0]), m.default_size, m.default_horizon)
 
 
+def _independent_reference(family: str):
+    try:
+        return importlib.import_module(f"tests.mechanisms.references.{family}")
+    except ModuleNotFoundError:
+        pytest.fail(f"add an independent reference for {family} as tests/mechanisms/references/{family}.py")
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_solver_is_optimal_against_an_independent_method(family):
     m = mechanisms.get(family)
-    assert hasattr(brute_force, family), f"add an independent reference for {family} to tests/mechanisms/brute_force.py"
-    size, horizon = brute_force.SMALL_KNOBS[family]
+    independent = _independent_reference(family)
+    size, horizon = independent.SMALL_KNOBS
     for i in range(12):
         params = m.sample(np.random.default_rng([21, i]), size, horizon)
         solution = m.solve(params)
-        reference = getattr(brute_force, family)(m, params)
+        reference = independent.reference(m, params)
         assert solution.u_star == pytest.approx(reference, rel=1e-6, abs=1e-6)
         assert m.run(params, solution.optimal_actions) == pytest.approx(solution.u_star, rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_reference_is_never_below_what_a_policy_achieves(family):
+    """u* (the optimum, or the hindsight ceiling) bounds the default, idle, recorded baselines and random play."""
+    m = mechanisms.get(family)
+    for i in range(10):
+        params = m.sample(np.random.default_rng([51, i]), m.default_size, m.default_horizon)
+        o = m.outcome(params)
+        tolerance = 1e-9 * max(1.0, abs(o.solution.u_star))
+        achieved = {"default": o.u0, "idle": o.u_idle, **o.baselines}
+        for name, u in achieved.items():
+            assert u <= o.solution.u_star + tolerance, f"{name} policy beats u* on instance {i}"
+    spec = make_spec(family, 1)
+    from envs.agents import play as play_agent
+
+    for seed in range(20):
+        env = Environment(spec, "hidden")
+        result = play_agent(env, "random", seed=seed)
+        assert result.u <= spec.reference.u_star + 1e-9 * max(1.0, abs(spec.reference.u_star))
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -1,0 +1,1 @@
+"""One module per family: SMALL_KNOBS = (size, horizon) and reference(mechanism, params) -> u*."""
