@@ -9,7 +9,7 @@ operation without an entry gets a generic phrasing from its summary, so a new fa
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ PHRASES_DIR = Path(__file__).parent / "phrases"
 RUNTIME = "_runtime"
 
 
-@lru_cache(maxsize=None)
+@cache
 def family_phrases(family: str) -> dict[str, Any]:
     """One family's phrase file (title, goal, subject, argument names, operations); empty if it has none."""
     path = PHRASES_DIR / f"{family}.json"

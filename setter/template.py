@@ -11,6 +11,7 @@ from schemas.envspec import RUNTIME_OPERATIONS, Entity, OperationSpec, Rendering
 from setter.corpus import Passage, choose_passage
 from setter.phrasebook import argument_name, goal_pattern, phrase, slug, subject_key, title_pattern, vocabulary
 
+
 def bindable_operations(mechanism: Mechanism, params) -> list[OperationSpec]:
     """Every operation a tool may be bound to: the mechanism's and the runtime's."""
     return [*mechanism.operations(params), *RUNTIME_OPERATIONS]
