@@ -26,9 +26,11 @@ def _warehouse(args):
 
 def cmd_generate(args) -> int:
     from setter import make_setter
-    from tasks.plan import plan_shards
+    from tasks.plan import plan_shards, plan_total
 
-    shards = plan_shards(args.date, args.count, args.families, args.split, args.setter, args.model, args.shard_size)
+    shards = plan_shards(args.date, args.count, args.families, args.split, args.setter, args.model, args.shard_size,
+                         args.plan_name)
+    total = plan_total(args.plan_name, args.count)
     make_setter(args.setter, args.model)  # fails fast on a bad setter or missing model
     wh = _warehouse(args)
     if args.workers < 1:
@@ -36,10 +38,10 @@ def cmd_generate(args) -> int:
     from cli.progress import generation_progress
     from flows.generate import run_generate
 
-    with generation_progress(args.count, enabled=not args.no_progress):
+    with generation_progress(total, enabled=not args.no_progress):
         summary = run_generate(workers=args.workers, date=shards[0].date, count=args.count, families=args.families,
                                split=args.split, setter=args.setter, model=args.model, warehouse=wh.url,
-                               shard_size=args.shard_size)
+                               shard_size=args.shard_size, plan_name=args.plan_name)
     _print_summary(summary, wh)
     return 0 if summary["status"] != "failed" else 1
 
@@ -78,6 +80,31 @@ def cmd_families(args) -> int:
              f"{m.horizon_range[0]}-{m.horizon_range[1]}", m.summary) for m in mechanisms.families()]
     columns = ["family", "version", "group", "size", "horizon", "summary"]
     print_rows(columns, rows, fmt=args.format)
+    return 0
+
+
+def cmd_solve(args) -> int:
+    import mechanisms
+    from cli.solving import example_params, read_params, solve_report
+
+    mechanism = mechanisms.get(args.family)
+    if args.example:
+        print(json.dumps(example_params(mechanism, args.seed), indent=1))
+        return 0
+    report = solve_report(mechanism, read_params(mechanism, args.params))
+    if args.format == "json":
+        print(json.dumps(report, indent=1, default=str))
+        return 0
+    console.print(f"[bold]{report['family']}[/bold] v{report['version']}: u* = {report['u_star']:.6g}  "
+                  f"(solver: {report['solver']}, {report['solve_seconds'] * 1000:.1f} ms)")
+    console.print(f"default policy u0 = {report['u0']:.6g}, idle u_idle = {report['u_idle']:.6g}")
+    for name, u in report["baselines"].items():
+        console.print(f"baseline {name}: u = {u:.6g}")
+    print_rows(["step", "operation", "arguments"],
+               [(i, a["op"], json.dumps(a["args"])) for i, a in enumerate(report["optimal_actions"], start=1)],
+               title="optimal plan")
+    if report["facts"]:
+        console.print("solver facts: " + json.dumps(report["facts"], default=str)[:2000])
     return 0
 
 

@@ -25,7 +25,10 @@ def build_parser() -> argparse.ArgumentParser:
         return command
 
     gen = add("generate", "sample, solve, render and validate N admitted environments and land them")
-    gen.add_argument("--count", type=int, default=300, help="admitted environments to produce (default 300)")
+    gen.add_argument("--count", type=int, help="admitted environments to produce (default 300)")
+    gen.add_argument("--plan", dest="plan_name", choices=("paper",),
+                     help="a named dataset instead of --count/--families/--split: 'paper' = 3,300 environments "
+                          "(2,200 train + 300 held_out from the trained families, 800 ood from the other eight)")
     gen.add_argument("--families", help="comma-separated family ids or group names, or 'diagnostic' (default: all)")
     gen.add_argument("--date", help="the run's date, YYYY-MM-DD (default today); seeds derive from it")
     gen.add_argument("--split", default="train", help="split label written with every environment")
@@ -41,6 +44,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     fams = add("families", "list the registered mechanism families")
     fams.add_argument("--format", choices=("table", "json"), default="table")
+
+    solve = add("solve", "solve one instance given as data: u*, the optimal plan and the solver used")
+    solve.add_argument("family", help="family id, e.g. knapsack (see vhd families)")
+    source = solve.add_mutually_exclusive_group(required=True)
+    source.add_argument("--params", help="JSON file of the family's parameters ('-' reads standard input)")
+    source.add_argument("--example", action="store_true",
+                        help="print a sampled instance's parameters as JSON: a starting point for --params")
+    solve.add_argument("--seed", type=int, default=0, help="seed of the --example instance")
+    solve.add_argument("--format", choices=("table", "json"), default="table")
 
     show = add("show", "show one environment: its rendering, tools and reference values")
     show.add_argument("env_id")

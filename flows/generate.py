@@ -12,7 +12,7 @@ from prefect.utilities.annotations import opaque
 
 from tasks.commit import commit_shards, find_finished_shards
 from tasks.land import land_shard
-from tasks.plan import DEFAULT_SHARD_SIZE, plan
+from tasks.plan import DEFAULT_SHARD_SIZE, plan, plan_total
 from tasks.render import render_shard
 from tasks.sample import sample_shard
 from tasks.solve import solve_shard
@@ -22,16 +22,16 @@ DEFAULT_WORKERS = 4
 
 
 @flow(name="generate", task_runner=ThreadPoolTaskRunner(max_workers=DEFAULT_WORKERS), log_prints=False)
-def generate(date: str | None = None, count: int = 300, families: str | None = None, split: str = "train",
+def generate(date: str | None = None, count: int | None = None, families: str | None = None, split: str = "train",
              setter: str = "template", model: str | None = None, warehouse: str | None = None,
-             shard_size: int = DEFAULT_SHARD_SIZE) -> dict:
-    """Generate `count` admitted environments for `date` and land them in the warehouse."""
+             shard_size: int = DEFAULT_SHARD_SIZE, plan_name: str | None = None) -> dict:
+    """Generate `count` admitted environments (or a named plan such as "paper") and land them in the warehouse."""
     started = dt.datetime.now(dt.UTC)
-    parameters = {"date": date, "count": count, "families": families, "split": split, "setter": setter,
-                  "model": model, "shard_size": shard_size}
+    parameters = {"date": date, "count": plan_total(plan_name, count), "families": families, "split": split,
+                  "setter": setter, "model": model, "shard_size": shard_size, "plan": plan_name}
     flow_run_id = flow_run.get_id()
     run_id = flow_run_id or uuid.uuid4().hex
-    shards = plan(date, count, families, split, setter, model, shard_size)
+    shards = plan(date, count, families, split, setter, model, shard_size, plan_name)
     day = shards[0].date
     finished = find_finished_shards(warehouse, day)
     todo = [s for s in shards if s.key not in finished]

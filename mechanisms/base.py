@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from schemas.envspec import Action, OperationSpec
 
@@ -21,6 +21,22 @@ P = TypeVar("P", bound=BaseModel)
 
 class ActionError(ValueError):
     """An agent's action that the dynamics refuse; raised before any state is changed."""
+
+
+class ParamsError(ValueError):
+    """Parameters given as data that do not describe a valid instance (one line: the field and the problem)."""
+
+
+def describe_validation_error(family: str, error: ValidationError) -> str:
+    """pydantic's multi-line report as one line: `family parameters: field: problem; field: problem`."""
+    problems = []
+    for item in error.errors()[:3]:
+        where = ".".join(str(part) for part in item["loc"])
+        message = item["msg"].removeprefix("Value error, ")
+        problems.append(f"{where}: {message}" if where else message)
+    more = len(error.errors()) - len(problems)
+    suffix = f" (and {more} more)" if more > 0 else ""
+    return f"bad {family} parameters: " + "; ".join(problems) + suffix
 
 
 @dataclass
@@ -69,8 +85,13 @@ class Mechanism(ABC, Generic[P]):
         """Draw parameters (all randomness, including hidden paths, is drawn here)."""
 
     def params_from_data(self, data: dict[str, Any]) -> P:
-        """Build parameters from explicit data (pydantic validates shapes and signs)."""
-        return self.Params.model_validate(data)  # type: ignore[return-value]
+        """Build parameters from explicit data (pydantic validates shapes and signs); ParamsError if invalid."""
+        if not isinstance(data, dict):
+            raise ParamsError(f"bad {self.id} parameters: expected a JSON object of fields, got {type(data).__name__}")
+        try:
+            return self.Params.model_validate(data)  # type: ignore[return-value]
+        except ValidationError as error:
+            raise ParamsError(describe_validation_error(self.id, error)) from None
 
     # --- reference ------------------------------------------------------------------------
     @abstractmethod

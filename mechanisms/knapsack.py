@@ -132,6 +132,8 @@ class Knapsack(Mechanism[KnapsackParams]):
     horizon_range = (1, 11)  # capacity dimensions
     default_size = 8
     default_horizon = 2
+    # the paper's size-scaling grid: 6 items x 5 limits up to 11 items x 11 limits
+    difficulty_grid = [(6, 5), (7, 6), (8, 7), (9, 8), (10, 9), (11, 11)]
     u0_band = (0.15, 0.98)
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> KnapsackParams:

@@ -60,6 +60,8 @@ def resolve_families(selection: str | None) -> list[str]:
             names = [token]
         else:
             names = [m.id for m in families() if m.group == token]
+            if not names and token in GROUPS:
+                raise UnknownFamilyError(f"group {token!r} has no registered family yet")
             if not names:
                 get(token)  # raises UnknownFamilyError with the list of known ids
         chosen.extend(n for n in names if n not in chosen)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 from prefect import task
 
@@ -10,6 +11,27 @@ import mechanisms
 from schemas.shard import ShardSpec
 
 DEFAULT_SHARD_SIZE = 100
+DEFAULT_COUNT = 300
+
+
+@dataclass(frozen=True)
+class PlanPart:
+    """One slice of a named plan: `count` environments of these families, labelled with `split`."""
+
+    families: str  # ids or group names, as --families takes them
+    count: int
+    split: str
+
+
+# The paper's dataset (PAPER.md): 2,200 train and 300 held-out environments (disjoint seeds: the split is
+# part of every seed) from the trained families, and 800 from the eight families never trained on.
+PLANS: dict[str, tuple[PlanPart, ...]] = {
+    "paper": (
+        PlanPart("trained", 2200, "train"),
+        PlanPart("trained", 300, "held_out"),
+        PlanPart("near_ood,far_ood_structure,far_ood_probe", 800, "ood"),
+    ),
+}
 
 
 class PlanError(ValueError):
@@ -25,10 +47,34 @@ def parse_date(value: str | None) -> str:
         raise PlanError(f"bad date {value!r}; use YYYY-MM-DD, e.g. 2026-12-02") from None
 
 
-def plan_shards(date: str | None, count: int, families: str | None = None, split: str = "train",
+def plan_total(plan_name: str | None, count: int | None) -> int:
+    """The environments a request asks for: the named plan's total, or `count` (default 300)."""
+    if plan_name is None:
+        return DEFAULT_COUNT if count is None else count
+    return sum(part.count for part in named_plan(plan_name))
+
+
+def named_plan(plan_name: str) -> tuple[PlanPart, ...]:
+    try:
+        return PLANS[plan_name]
+    except KeyError:
+        raise PlanError(f"unknown plan {plan_name!r}; known plans: {', '.join(sorted(PLANS))}") from None
+
+
+def plan_shards(date: str | None, count: int | None = None, families: str | None = None, split: str = "train",
                 setter: str = "template", model: str | None = None,
-                shard_size: int = DEFAULT_SHARD_SIZE) -> list[ShardSpec]:
-    """Spread `count` admitted environments over the families, in shards of at most `shard_size`."""
+                shard_size: int = DEFAULT_SHARD_SIZE, plan_name: str | None = None) -> list[ShardSpec]:
+    """Spread `count` admitted environments over the families, in shards of at most `shard_size`.
+
+    With `plan_name` (e.g. "paper") the named plan fixes the counts, families and splits instead.
+    """
+    if plan_name is not None:
+        if count is not None or families is not None:
+            raise PlanError(f"plan {plan_name!r} fixes the count and the families; drop --count and --families")
+        named = named_plan(plan_name)
+        return [shard for part in named for shard in plan_shards(date, part.count, part.families, part.split,
+                                                                  setter, model, shard_size)]
+    count = DEFAULT_COUNT if count is None else count
     if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
         raise PlanError(f"count must be a positive integer, got {count!r}")
     if shard_size <= 0:
@@ -39,16 +85,22 @@ def plan_shards(date: str | None, count: int, families: str | None = None, split
     for position, family in enumerate(names):
         mechanism = mechanisms.get(family)
         share = count // len(names) + (1 if position < count % len(names) else 0)
-        grid = mechanism.grid()
         index = 0
-        while share > 0:
-            size, horizon = grid[index % len(grid)]
-            n = min(shard_size, share)
-            shards.append(ShardSpec(date=day, family=family, family_version=mechanism.version, split=split,
-                                    index=index, count=n, size=size, horizon=horizon, setter=setter, model=model))
-            share -= n
-            index += 1
+        for (size, horizon), cell_count in _spread_over_grid(share, mechanism.grid()):
+            while cell_count > 0:
+                n = min(shard_size, cell_count)
+                shards.append(ShardSpec(date=day, family=family, family_version=mechanism.version, split=split,
+                                        index=index, count=n, size=size, horizon=horizon, setter=setter,
+                                        model=model))
+                cell_count -= n
+                index += 1
     return shards
+
+
+def _spread_over_grid(share: int, grid: list[tuple[int, int]]) -> list[tuple[tuple[int, int], int]]:
+    """Split a family's share evenly over its difficulty cells (easy cells first take the remainder)."""
+    cells = grid[:share] if share < len(grid) else grid
+    return [(cell, share // len(cells) + (1 if i < share % len(cells) else 0)) for i, cell in enumerate(cells)]
 
 
 plan = task(name="plan", retries=0)(plan_shards)

@@ -149,3 +149,49 @@ def test_serve_without_a_server_says_how_to_start_one(tmp_path):
     result = vhd("serve", "--warehouse", str(tmp_path), env={"PREFECT_API_URL": "http://127.0.0.1:9/api"},
                  timeout=120)
     assert_one_line_error(result, "prefect server start")
+
+
+def test_solve_prints_the_reference_of_parameters_given_as_data(tmp_path):
+    example = vhd("solve", "knapsack", "--example", "--seed", "3", check=True).stdout
+    path = tmp_path / "knapsack.json"
+    path.write_text(example)
+    report = json.loads(vhd("solve", "knapsack", "--params", str(path), "--format", "json", check=True).stdout)
+    import mechanisms
+
+    m = mechanisms.get("knapsack")
+    params = m.params_from_data(json.loads(example))
+    assert report["u_star"] == m.solve(params).u_star and report["solver"] == m.solve(params).solver
+    assert report["optimal_actions"][-1]["op"] == "submit" and report["u0"] <= report["u_star"]
+    table = vhd("solve", "knapsack", "--params", str(path), check=True).stdout
+    assert "u* = " in table and "optimal plan" in table and "select_item" in table
+
+
+def test_solve_reads_explicit_data_from_standard_input():
+    data = {"values": [6, 5, 4], "weights": [[3, 2, 2]], "capacities": [4]}
+    result = subprocess.run([VHD, "solve", "knapsack", "--params", "-", "--format", "json"], input=json.dumps(data),
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["u_star"] == 9  # items 2 and 3: weight 4, value 9
+
+
+@pytest.mark.parametrize(("family", "data", "needle"), [
+    ("knapsack", {"values": [1, 2], "weights": [[1, 1]], "capacities": [-3]}, "capacities must be positive"),
+    ("knapsack", {"values": [1, 2], "weights": [[1]], "capacities": [3]}, "weights row 1 must have one entry"),
+    ("knapsack", {"values": [1]}, "weights: Field required"),
+    ("lp", [1, 2], "expected a JSON object"),
+    ("lp", {"c": [1.0], "A_ub": [[1.0]], "b_ub": [-1.0]}, "must be non-negative"),
+    ("lp", {"c": [1.0, 1.0], "A_ub": [[1.0, 0.0]], "b_ub": [4.0]}, "unbounded"),
+])
+def test_solve_refuses_bad_parameters_with_one_line(tmp_path, family, data, needle):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    assert_one_line_error(vhd("solve", family, "--params", str(path)), needle)
+
+
+def test_solve_refuses_a_missing_file_and_broken_json(tmp_path):
+    assert_one_line_error(vhd("solve", "lp", "--params", str(tmp_path / "none.json")), "does not exist",
+                          "vhd solve lp --example")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    assert_one_line_error(vhd("solve", "lp", "--params", str(broken)), "is not valid JSON")
+    assert_one_line_error(vhd("solve", "no_such_family", "--example"), "unknown family")
