@@ -1,0 +1,372 @@
+"""scheduling: jobs on identical parallel machines, minimising total weighted completion time (P||sum w_j C_j).
+
+Parameters (all can be given as data; jobs are numbered 1..n, machines 1..m):
+- ``processing_times``: the true processing time of each of the n jobs (hidden, positive)
+- ``weights``: the weight of each job, i.e. what one time unit until its completion costs (hidden, positive)
+- ``machines``: the number m of identical machines (public, 1..4)
+- ``sticker_processing_times``: the posted processing-time estimate of each job (a decoy: a biased,
+  noisy estimate that the default policy trusts; when omitted from data it equals ``processing_times``)
+
+Dynamics: every machine starts at time 0 and runs the jobs appended to its queue one after another
+without breaks, so a job's completion time C_j is the total processing time of itself and every job
+before it on its machine. The agent appends jobs to machine queues, can undo the last append, pull a job
+out of a queue or clear a queue, then starts the machines (or finishes). A job left unassigned at the end
+is charged as if it completed at time P = the total processing time of all jobs (no schedule finishes a
+job later, so doing nothing is worse than any complete schedule). u = -(sum of w_j C_j).
+
+The knobs: ``size`` is the number of jobs n (4..12), ``horizon`` the number of machines m (1..4).
+
+Probing is tight: one probe reveals one job's processing time and weight together (a group), another the
+total processing time; ``probe_allowance`` covers about half of the jobs.
+
+Solved exactly: on each machine Smith's rule (WSPT, ascending p_j / w_j) is optimal, so the cost of a
+machine running a set T is computed for all 2^n subsets at once by a vectorised recursion over the jobs
+in WSPT order; the assignment is optimised by dynamic programming over subsets,
+best[k][S] = min over T subset of S of cost1(T) + best[k-1][S minus T] (all 3^n (S, T) pairs at once with
+numpy). Checked against brute force over every assignment and every order on each machine in the tests.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from mechanisms.base import ActionError, Mechanism, Solution, require_int
+from mechanisms.registry import register
+from schemas.envspec import Action, ArgSpec, OperationSpec
+
+MAX_JOBS = 12  # the subset DP touches 3^n (set, subset) pairs: about half a million at 12 jobs
+MAX_MACHINES = 4
+STICKER_REDRAWS = 24  # the sampler redraws estimates that would make the default policy near-optimal
+NEAR_OPTIMAL = 0.97  # ... that is, a default cost below optimum / NEAR_OPTIMAL
+
+
+class SchedulingParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    processing_times: list[float] = Field(min_length=1, max_length=MAX_JOBS)
+    weights: list[float]
+    machines: int = Field(ge=1, le=MAX_MACHINES)
+    sticker_processing_times: list[float]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_sticker(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "sticker_processing_times" not in data and "processing_times" in data:
+            data = {**data, "sticker_processing_times": data["processing_times"]}
+        return data
+
+    @model_validator(mode="after")
+    def _shapes(self) -> SchedulingParams:
+        n = len(self.processing_times)
+        if len(self.weights) != n:
+            raise ValueError(f"weights must have one entry per job ({n}), got {len(self.weights)}")
+        if len(self.sticker_processing_times) != n:
+            raise ValueError(f"sticker_processing_times must have one entry per job ({n}), "
+                             f"got {len(self.sticker_processing_times)}")
+        for name in ("processing_times", "weights", "sticker_processing_times"):
+            values = getattr(self, name)
+            if not all(math.isfinite(x) for x in values):
+                raise ValueError(f"{name} must be finite numbers")
+            if min(values) <= 0:
+                raise ValueError(f"{name} must be positive")
+        return self
+
+    @property
+    def jobs(self) -> int:
+        return len(self.processing_times)
+
+    @property
+    def total_work(self) -> float:
+        return float(sum(self.processing_times))
+
+
+def _require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
+    """``require_int`` that also refuses NaN and infinities with an ActionError."""
+    value = args.get(name)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ActionError(f"argument {name!r} must be an integer, got {value!r}")
+    return require_int(args, name, low, high)
+
+
+def wspt_order(p: SchedulingParams) -> list[int]:
+    """Smith's rule: 0-based job indices by ascending processing time / weight (ties by job number)."""
+    return sorted(range(p.jobs), key=lambda j: (p.processing_times[j] / p.weights[j], j))
+
+
+def schedule_cost(p: SchedulingParams, queues: list[list[int]], unassigned: list[int]) -> float:
+    """Total weighted completion time of the queues (1-based jobs) plus the charge for unassigned jobs."""
+    total = 0.0
+    for queue in queues:
+        clock = 0.0
+        for job in queue:
+            clock += p.processing_times[job - 1]
+            total += p.weights[job - 1] * clock
+    return total + sum(p.weights[j - 1] * late_completion(p, j) for j in unassigned)
+
+
+def late_completion(p: SchedulingParams, job: int) -> float:
+    """The time an unassigned job (1-based) is charged at: (P - p_j) / m + p_j.
+
+    Appending the job to the least-loaded machine, whatever the queues hold, finishes it no later: that
+    machine's load is at most the average (P - p_j) / m. So a partial schedule is never charged less than a
+    complete schedule that exists, and no state is worth more than the optimum.
+    """
+    processing = p.processing_times[job - 1]
+    return (p.total_work - processing) / p.machines + processing
+
+
+def _single_machine_costs(p: SchedulingParams, order: list[int]) -> np.ndarray:
+    """cost1[T] for every subset T (bit b = the b-th job of the WSPT order): sum w C with T run in WSPT order.
+
+    The job of bit b runs after every job of a lower bit, so cost1[T + 2^b] = cost1[T] + w_b (p(T) + p_b)
+    for every T below 2^b: one vectorised step per job.
+    """
+    n = len(order)
+    work = np.zeros(1 << n)
+    cost = np.zeros(1 << n)
+    for b, j in enumerate(order):
+        low = slice(0, 1 << b)
+        high = slice(1 << b, 1 << (b + 1))
+        work[high] = work[low] + p.processing_times[j]
+        cost[high] = cost[low] + p.weights[j] * work[high]
+    return cost
+
+
+@lru_cache(maxsize=MAX_JOBS + 1)
+def _subset_pairs(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair (S, T) with T a subset of S over n bits, grouped by S: (S, T, start of each S's group)."""
+    sets = np.zeros(1, dtype=np.int64)
+    subs = np.zeros(1, dtype=np.int64)
+    for b in range(n):
+        bit = 1 << b
+        sets = np.concatenate([sets, sets | bit, sets | bit])
+        subs = np.concatenate([subs, subs, subs | bit])
+    order = np.argsort(sets, kind="stable")
+    sets, subs = sets[order], subs[order]
+    starts = np.searchsorted(sets, np.arange(1 << n))
+    return sets, subs, starts
+
+
+def optimal_queues(p: SchedulingParams) -> tuple[list[list[int]], float, int]:
+    """Optimal machine queues (1-based jobs in WSPT order), the DP's optimal cost and the pairs it examined."""
+    n, m = p.jobs, p.machines
+    order = wspt_order(p)
+    cost1 = _single_machine_costs(p, order)
+    full = (1 << n) - 1
+    levels = [cost1]  # levels[k-1][S]: least cost of the jobs S on k machines
+    pairs = 0
+    if m >= 3:
+        sets, subs, starts = _subset_pairs(n)
+        for _ in range(2, m):
+            values = cost1[subs] + levels[-1][sets ^ subs]
+            levels.append(np.minimum.reduceat(values, starts))
+            pairs += len(values)
+    masks = np.arange(1 << n)
+    groups: list[int] = []
+    remaining = full
+    for k in range(m, 1, -1):  # peel off one machine's set at a time, from the full set down
+        subs_of = masks[(masks & ~remaining) == 0]
+        values = cost1[subs_of] + levels[k - 2][remaining ^ subs_of]
+        pairs += len(values)
+        chosen = int(subs_of[int(np.argmin(values))])
+        groups.append(chosen)
+        remaining ^= chosen
+    groups.append(remaining)
+    best = float(sum(cost1[g] for g in groups))
+    queues = [[order[b] + 1 for b in range(n) if g >> b & 1] for g in groups]
+    return queues, best, pairs
+
+
+class Scheduling(Mechanism[SchedulingParams]):
+    id = "scheduling"
+    version = 1
+    group = "far_ood_probe"
+    summary = ("assign jobs to identical parallel machines and order them to minimise total weighted completion "
+               "time; Smith's rule per machine, dynamic programming over subsets")
+    Params = SchedulingParams
+    size_range = (4, MAX_JOBS)  # jobs
+    horizon_range = (1, MAX_MACHINES)  # machines
+    default_size = 8
+    default_horizon = 2
+    difficulty_grid = [(6, 2), (8, 2), (8, 3), (10, 3), (12, 4)]
+    u0_band = (0.3, 0.995)
+
+    def sample(self, rng: np.random.Generator, size: int, horizon: int) -> SchedulingParams:
+        n, m = int(size), int(horizon)
+        processing = rng.integers(1, 21, n).astype(float)
+        weights = rng.integers(1, 11, n).astype(float)
+        data = {"processing_times": processing.tolist(), "weights": weights.tolist(), "machines": m}
+        params = SchedulingParams(**data, sticker_processing_times=self._estimates(rng, processing))
+        u_star = self.solve(params).u_star
+        for _ in range(STICKER_REDRAWS):
+            if -self.run(params, self.default_actions(params)) >= -u_star / NEAR_OPTIMAL:
+                break
+            params = SchedulingParams(**data, sticker_processing_times=self._estimates(rng, processing))
+        return params
+
+    @staticmethod
+    def _estimates(rng: np.random.Generator, processing: np.ndarray) -> list[float]:
+        """Posted estimates: the true times under a log-normal error (some jobs far off), rounded, at least 1."""
+        bias = np.exp(rng.normal(0.0, 0.6, len(processing)))
+        return np.maximum(np.round(processing * bias), 1).tolist()
+
+    def solve(self, params: SchedulingParams) -> Solution:
+        p = params
+        queues, best, pairs = optimal_queues(p)
+        actions = [Action(op="assign_job", args={"job": j, "machine": k + 1})
+                   for k, queue in enumerate(queues) for j in queue]
+        actions.append(Action(op="start_run"))
+        u_star = -schedule_cost(p, queues, [])  # the replayed arithmetic, so replay reproduces u* exactly
+        if abs(-u_star - best) > 1e-9 * max(1.0, best):
+            raise RuntimeError(f"subset DP cost {best} differs from the replayed schedule cost {-u_star}")
+        facts = {"jobs": p.jobs, "machines": p.machines, "queues": queues, "subset_pairs": pairs,
+                 "rule": "WSPT on every machine"}
+        return Solution(u_star, actions, "Smith's rule per machine and dynamic programming over subsets", facts)
+
+    def default_actions(self, params: SchedulingParams) -> list[Action]:
+        """Smith's rule on the posted estimates, each job to the machine whose posted load is smallest."""
+        p = params
+        order = sorted(range(p.jobs), key=lambda j: (p.sticker_processing_times[j] / p.weights[j], j))
+        loads = [0.0] * p.machines
+        actions = []
+        for j in order:
+            k = min(range(p.machines), key=lambda i: (loads[i], i))
+            loads[k] += p.sticker_processing_times[j]
+            actions.append(Action(op="assign_job", args={"job": j + 1, "machine": k + 1}))
+        actions.append(Action(op="start_run"))
+        return actions
+
+    def operations(self, params: SchedulingParams) -> list[OperationSpec]:
+        job = {"job": ArgSpec(type="integer", description="job number", minimum=1, maximum=params.jobs)}
+        machine = {"machine": ArgSpec(type="integer", description="machine number", minimum=1,
+                                      maximum=params.machines)}
+        return [
+            OperationSpec(name="probe_job", kind="probe",
+                          summary="true processing time and weight of one job", args=job),
+            OperationSpec(name="probe_total_work", kind="probe",
+                          summary="true total processing time of all jobs"),
+            OperationSpec(name="read_sticker", kind="info", summary="the posted processing-time estimate of one job",
+                          args=job, decoy=True),
+            OperationSpec(name="list_jobs", kind="info",
+                          summary="the job numbers, the number of machines and the jobs not yet assigned"),
+            OperationSpec(name="view_schedule", kind="info", summary="the queue of jobs on every machine"),
+            OperationSpec(name="assign_job", kind="decision", summary="append one job to the end of a machine's queue",
+                          args={**job, **machine}),
+            OperationSpec(name="undo_last", kind="decision", summary="take back the most recent assignment"),
+            OperationSpec(name="remove_job", kind="decision",
+                          summary="pull one job out of its queue (the jobs after it move up)", args=job),
+            OperationSpec(name="clear_machine", kind="decision", summary="empty one machine's queue", args=machine),
+            OperationSpec(name="start_run", kind="clock",
+                          summary="start every machine on its queue; this ends the episode"),
+            OperationSpec(name="finish", kind="clock", summary="stop now; the current queues stand"),
+        ]
+
+    def initial_state(self, params: SchedulingParams) -> dict[str, Any]:
+        return {"queues": [[] for _ in range(params.machines)], "history": [], "started": False, "finished": False}
+
+    @staticmethod
+    def _unassigned(p: SchedulingParams, state: dict[str, Any]) -> list[int]:
+        assigned = {j for queue in state["queues"] for j in queue}
+        return [j for j in range(1, p.jobs + 1) if j not in assigned]
+
+    @staticmethod
+    def _machine_of(state: dict[str, Any], job: int) -> int | None:
+        for k, queue in enumerate(state["queues"]):
+            if job in queue:
+                return k
+        return None
+
+    def _view(self, p: SchedulingParams, state: dict[str, Any]) -> dict[str, Any]:
+        return {"queues": {f"machine {k + 1}": list(q) for k, q in enumerate(state["queues"])},
+                "unassigned": self._unassigned(p, state)}
+
+    def apply(self, params: SchedulingParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
+        p, op, args = params, action.op, action.args
+        if op == "probe_job":
+            j = _require_int(args, "job", 1, p.jobs)
+            return {"job": j, "processing_time": p.processing_times[j - 1], "weight": p.weights[j - 1]}
+        if op == "probe_total_work":
+            return {"total_processing_time": p.total_work}
+        if op == "read_sticker":
+            j = _require_int(args, "job", 1, p.jobs)
+            return {"job": j, "posted_processing_time": p.sticker_processing_times[j - 1]}
+        if op == "list_jobs":
+            return {"jobs": list(range(1, p.jobs + 1)), "machines": p.machines,
+                    "unassigned": self._unassigned(p, state)}
+        if op == "view_schedule":
+            return self._view(p, state)
+        if op == "assign_job":
+            j = _require_int(args, "job", 1, p.jobs)
+            k = _require_int(args, "machine", 1, p.machines)
+            where = self._machine_of(state, j)
+            if where is not None:
+                raise ActionError(f"job {j} is already in the queue of machine {where + 1}")
+            state["queues"][k - 1].append(j)
+            state["history"].append(j)
+            return {"job": j, "machine": k, "position": len(state["queues"][k - 1])}
+        if op == "undo_last":
+            if not state["history"]:
+                raise ActionError("there is no assignment to undo")
+            j = state["history"].pop()
+            k = self._machine_of(state, j)
+            state["queues"][k].remove(j)
+            return {"undone": j, "machine": k + 1, **self._view(p, state)}
+        if op == "remove_job":
+            j = _require_int(args, "job", 1, p.jobs)
+            k = self._machine_of(state, j)
+            if k is None:
+                raise ActionError(f"job {j} is not in any queue")
+            state["queues"][k].remove(j)
+            state["history"].remove(j)
+            return {"removed": j, "machine": k + 1, **self._view(p, state)}
+        if op == "clear_machine":
+            k = _require_int(args, "machine", 1, p.machines)
+            removed = state["queues"][k - 1]
+            state["history"] = [j for j in state["history"] if j not in removed]
+            state["queues"][k - 1] = []
+            return {"cleared": k, "removed": list(removed)}
+        if op == "start_run":
+            state.update(started=True, finished=True)
+            return {**self._view(p, state), "started": True, "finished": True}
+        if op == "finish":
+            state["finished"] = True
+            return {**self._view(p, state), "finished": True}
+        raise ActionError(f"unknown operation {op!r}")
+
+    def utility(self, params: SchedulingParams, state: dict[str, Any]) -> float:
+        return -schedule_cost(params, state["queues"], self._unassigned(params, state))
+
+    def describe(self, params: SchedulingParams, vocab: dict[str, str]) -> str:
+        p, v = params, vocab
+        rows = [f"{v['job']} {j + 1}: processing time {p.processing_times[j]:g}, weight {p.weights[j]:g}, "
+                f"{v['sticker']} {p.sticker_processing_times[j]:g}" for j in range(p.jobs)]
+        return (
+            f"There are {p.jobs} {v['jobs']} and {p.machines} identical {v['machines']}. Every {v['machine']} "
+            f"starts at time 0 and runs the {v['jobs']} of its queue one after another without breaks, in the "
+            f"order they were appended; a {v['job']}'s completion time is the processing time of itself and of "
+            f"every {v['job']} before it on its {v['machine']}. Each {v['job']} has a weight: what every time "
+            f"unit until its completion costs, in {v['currency']}. The goal is the smallest total weighted "
+            f"completion time (the sum of weight times completion time). A {v['job']} left unassigned at the end "
+            f"is charged as if it completed at time {p.total_work:g}, the total processing time of all "
+            f"{v['jobs']}. {'. '.join(rows)}. The {v['sticker']} is a posted estimate of the processing time, "
+            f"not the truth."
+        )
+
+    def secret_numbers(self, params: SchedulingParams) -> list[float]:
+        p = params
+        return [*p.processing_times, *p.weights, p.total_work]
+
+    def public_numbers(self, params: SchedulingParams) -> list[float]:
+        p = params
+        return [p.jobs, p.machines, *range(1, max(p.jobs, p.machines) + 1)]
+
+    def probe_allowance(self, params: SchedulingParams) -> int:
+        """Tight: probing every job once takes n turns (plus one for the total); the allowance is about half."""
+        return (params.jobs + 1) // 2
+
+
+register(Scheduling())
