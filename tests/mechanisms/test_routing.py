@@ -1,0 +1,312 @@
+"""routing: Held-Karp against brute force and a plain recursive DP, the data form, refusals, policies, text."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+from functools import cache
+
+import numpy as np
+import pytest
+
+import mechanisms
+from mechanisms.base import ActionError
+from mechanisms.routing import RoutingParams, _nearest_neighbour
+from schemas.envspec import Action
+from setter.corpus import VOCAB_KEYS
+
+M = mechanisms.get("routing")
+VOCAB = {k: k for k in VOCAB_KEYS}
+
+
+def _sample(i: int, size: int | None = None, horizon: int | None = None) -> RoutingParams:
+    return M.sample(np.random.default_rng([17, i]), size or M.default_size, horizon or M.default_horizon)
+
+
+def _brute_force(p: RoutingParams) -> float:
+    d, n = p.distances, p.stops
+    best = n * p.unvisited_penalty
+    for k in range(1, n + 1):
+        for order in itertools.permutations(range(1, n + 1), k):
+            path = (0, *order, 0)
+            driven = sum(d[a][b] for a, b in zip(path[:-1], path[1:], strict=True))
+            best = min(best, driven + p.unvisited_penalty * (n - k))
+    return -float(best)
+
+
+def _recursive_dp(p: RoutingParams) -> float:
+    """A plain memoised DP over (visited set, position): the cheapest way to finish from there."""
+    d, n, pen = p.distances, p.stops, p.unvisited_penalty
+
+    @cache
+    def rest(visited: frozenset, here: int) -> float:
+        best = d[here][0] + pen * (n - len(visited))
+        for s in range(1, n + 1):
+            if s not in visited:
+                best = min(best, d[here][s] + rest(visited | {s}, s))
+        return best
+
+    return -float(rest(frozenset(), 0))
+
+
+def _drive(p: RoutingParams, stops: list[int]) -> dict:
+    state = M.initial_state(p)
+    for s in stops:
+        M.apply(p, state, Action(op="drive_to", args={"stop": s}))
+    return state
+
+
+def test_same_seed_gives_the_same_params_and_the_data_form_round_trips():
+    for i in range(5):
+        assert _sample(i) == _sample(i)
+        assert M.params_from_data(_sample(i).model_dump()) == _sample(i)
+        assert M.params_from_data(json.loads(json.dumps(_sample(i).model_dump()))) == _sample(i)
+    assert _sample(0) != _sample(1)
+
+
+def test_contract_shape():
+    p = _sample(0)
+    ops = M.operations(p)
+    assert len(ops) >= 10 and {op.kind for op in ops} == {"probe", "info", "decision", "clock"}
+    assert len({op.name for op in ops}) == len(ops)
+    assert "finish" in {op.name for op in ops} and any(op.decoy for op in ops)
+    assert all(op.kind == "info" for op in ops if op.decoy)
+    for op in ops:
+        for arg in op.args.values():
+            assert arg.type == "integer" and arg.minimum in (0, 1) and arg.maximum == p.stops
+    assert M.group == "trained" and M.version == 1
+    assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
+               for s, h in M.grid())
+    assert 3 <= len(M.grid()) <= 6
+    assert M.probe_allowance(p) == p.stops + 2
+    json.dumps(M.initial_state(p))
+    json.dumps(M.solve(p).facts)
+
+
+@pytest.mark.parametrize("i", range(30))
+def test_held_karp_matches_brute_force(i):
+    rng = np.random.default_rng([18, i])
+    p = M.sample(rng, int(rng.integers(4, 8)), int(rng.integers(1, 9)))
+    solution = M.solve(p)
+    assert solution.u_star == pytest.approx(_brute_force(p), abs=1e-9)
+    assert M.run(p, solution.optimal_actions) == solution.u_star
+
+
+@pytest.mark.parametrize("size", [9, 10, 11])
+def test_held_karp_matches_a_recursive_dp_on_larger_instances(size):
+    for i in range(2):
+        p = _sample(300 + i, size, 4)
+        assert M.solve(p).u_star == pytest.approx(_recursive_dp(p), abs=1e-9)
+
+
+def test_held_karp_on_random_asymmetric_and_non_metric_data():
+    rng = np.random.default_rng(5)
+    for _ in range(15):
+        n = int(rng.integers(1, 8))
+        d = rng.integers(0, 60, (n + 1, n + 1)).astype(float)
+        np.fill_diagonal(d, 0)
+        p = M.params_from_data({"distances": d.tolist(), "unvisited_penalty": float(rng.integers(0, 80))})
+        assert M.solve(p).u_star == pytest.approx(_brute_force(p), abs=1e-9)
+
+
+def test_direction_matters_on_an_asymmetric_matrix():
+    d = [[0, 1, 10], [10, 0, 1], [1, 10, 0]]  # 0 -> 1 -> 2 -> 0 costs 3, the other way round 30
+    p = M.params_from_data({"distances": d, "unvisited_penalty": 100})
+    solution = M.solve(p)
+    assert solution.u_star == -3.0 and solution.facts["route"] == [1, 2]
+
+
+def test_a_far_stop_is_skipped_when_its_charge_is_cheaper():
+    d = [[0, 5, 100], [5, 0, 100], [100, 100, 0]]
+    p = M.params_from_data({"distances": d, "unvisited_penalty": 30})
+    solution = M.solve(p)
+    assert solution.facts["route"] == [1] and solution.facts["skipped"] == [2]
+    assert solution.u_star == -(10 + 30)
+
+
+def test_a_zero_penalty_makes_staying_home_optimal():
+    p = M.params_from_data({"distances": [[0, 4, 4], [4, 0, 4], [4, 4, 0]], "unvisited_penalty": 0})
+    solution = M.solve(p)
+    assert solution.u_star == 0.0 and solution.optimal_actions == [Action(op="return_to_depot")]
+    assert M.run(p, M.idle_actions(p)) == 0.0
+
+
+@pytest.mark.parametrize("knobs", M.difficulty_grid + [(4, 1), (4, 8), (15, 1)])
+def test_replay_of_optimal_actions_gives_u_star(knobs):
+    for i in range(3):
+        p = _sample(100 + i, *knobs)
+        solution = M.solve(p)
+        assert M.run(p, solution.optimal_actions) == solution.u_star
+        assert solution.optimal_actions[-1].op == "return_to_depot"
+
+
+def test_the_sampler_understates_exactly_horizon_legs_of_the_posted_route():
+    for size, horizon in [(4, 1), (4, 8), (8, 3), (10, 6)]:
+        for i in range(5):
+            p = _sample(400 + i, size, horizon)
+            true, posted = np.asarray(p.distances), np.asarray(p.posted_distances)
+            order = _nearest_neighbour(posted)
+            legs = list(zip([0, *order], [*order, 0], strict=True))
+            bad = sum(true[a, b] >= 2 * posted[a, b] for a, b in legs)
+            assert bad == min(horizon, size + 1)
+            off = [(a, b) for a in range(size + 1) for b in range(size + 1)
+                   if a != b and (a, b) not in legs and (b, a) not in legs]
+            assert all(true[a, b] < 2 * posted[a, b] for a, b in off)
+
+
+def test_default_is_nearest_neighbour_on_the_posted_map():
+    p = _sample(3)
+    actions = M.default_actions(p)
+    assert actions[0].op == "read_posted_legs_from"
+    assert actions[-1].op == "return_to_depot"
+    drives = [a.args["stop"] for a in actions if a.op == "drive_to"]
+    assert sorted(drives) == list(range(1, p.stops + 1))
+    posted = np.asarray(p.posted_distances)
+    here, left = 0, set(range(1, p.stops + 1))
+    for s in drives:
+        assert posted[here, s] == min(posted[here, k] for k in left)
+        here = s
+        left.discard(s)
+    assert not any(M.operation(p, a.op).kind == "probe" for a in actions)
+
+
+def test_default_is_below_optimum_and_inside_the_band():
+    low, high = M.u0_band
+    inside = 0
+    for i in range(60):
+        o = M.outcome(_sample(i))
+        assert o.u_idle == -M.default_size * _sample(i).unvisited_penalty
+        g = (o.u0 - o.u_idle) / (o.solution.u_star - o.u_idle)
+        inside += low <= g <= high and o.u0 < o.solution.u_star
+    assert inside >= 57
+
+
+def test_utility_is_as_if_the_vehicle_went_home_now():
+    p = M.params_from_data({"distances": [[0, 2, 9], [3, 0, 4], [7, 5, 0]], "unvisited_penalty": 20})
+    assert M.utility(p, M.initial_state(p)) == -40
+    assert M.utility(p, _drive(p, [1])) == -(2 + 3 + 20)
+    assert M.utility(p, _drive(p, [1, 2])) == -(2 + 4 + 7)
+    state = _drive(p, [2])
+    reply = M.apply(p, state, Action(op="finish"))
+    assert reply["return_leg"] == 7 and reply["unvisited_stops"] == 1 and M.finished(state)
+    assert M.utility(p, state) == -(9 + 7 + 20)
+
+
+def test_undo_and_clear_edit_the_route():
+    p = _sample(1)
+    state = _drive(p, [3, 1, 2])
+    M.apply(p, state, Action(op="undo_last_leg"))
+    assert state["route"] == [3, 1]
+    assert M.apply(p, state, Action(op="view_route"))["at"] == 1
+    M.apply(p, state, Action(op="clear_route"))
+    assert state["route"] == [] and M.utility(p, state) == -p.stops * p.unvisited_penalty
+
+
+def test_probes_and_the_posted_map_report_the_right_numbers():
+    p = _sample(2)
+    state = M.initial_state(p)
+    assert M.apply(p, state, Action(op="probe_leg", args={"origin": 2, "destination": 5}))["distance"] \
+        == p.distances[2][5]
+    row = M.apply(p, state, Action(op="probe_legs_from", args={"origin": 0}))["distances"]
+    assert row == {str(j): p.distances[0][j] for j in range(1, p.stops + 1)}
+    posted = M.apply(p, state, Action(op="read_posted_legs_from", args={"origin": 4}))["posted_distances"]
+    assert posted["0"] == p.posted_distances[4][0] and "4" not in posted
+    assert M.apply(p, state, Action(op="probe_penalty"))["penalty_per_unvisited_stop"] == p.unvisited_penalty
+    assert M.apply(p, state, Action(op="list_stops"))["stops"] == list(range(1, p.stops + 1))
+    assert state == M.initial_state(p)
+
+
+def test_invalid_actions_raise_and_leave_the_state_unchanged():
+    p = _sample(4)
+    n = p.stops
+    bad = [Action(op="no_such_op"), Action(op="drive_to"), Action(op="drive_to", args={"stop": 0}),
+           Action(op="drive_to", args={"stop": n + 1}), Action(op="drive_to", args={"stop": "1"}),
+           Action(op="drive_to", args={"stop": 1.5}), Action(op="drive_to", args={"stop": True}),
+           Action(op="drive_to", args={"stop": float("nan")}), Action(op="drive_to", args={"stop": 2}),
+           Action(op="probe_leg", args={"origin": 0}), Action(op="probe_leg", args={"origin": -1, "destination": 1}),
+           Action(op="read_posted_leg", args={"origin": 1, "destination": n + 1}),
+           Action(op="probe_legs_from", args={"origin": float("inf")})]
+    for state in (M.initial_state(p), _drive(p, [2, 5])):
+        for action in bad:
+            if action.args == {"stop": 2} and not state["route"]:
+                continue  # driving to an unvisited stop is valid
+            before = copy.deepcopy(state)
+            with pytest.raises(ActionError):
+                M.apply(p, state, action)
+            assert state == before
+    with pytest.raises(ActionError, match="empty"):
+        M.apply(p, M.initial_state(p), Action(op="undo_last_leg"))
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"distances": [[0, 1], [1, 0], [1, 1]], "unvisited_penalty": 5}, "square"),
+    ({"distances": [[0, 1], [1, 0, 2]], "unvisited_penalty": 5}, "distances row 1"),
+    ({"distances": [[0, -1], [1, 0]], "unvisited_penalty": 5}, "non-negative"),
+    ({"distances": [[0, 1], [1, 3]], "unvisited_penalty": 5}, "diagonal"),
+    ({"distances": [[0, float("nan")], [1, 0]], "unvisited_penalty": 5}, "finite"),
+    ({"distances": [[0, 1], [1, 0]], "posted_distances": [[0, 1, 1], [1, 0, 1], [1, 1, 0]],
+      "unvisited_penalty": 5}, "posted_distances must have 2 rows"),
+    ({"distances": [[0, 1], [1, 0]], "posted_distances": [[0, -2], [1, 0]], "unvisited_penalty": 5},
+     "posted_distances"),
+    ({"distances": [[0, 1], [1, 0]], "unvisited_penalty": -5}, "unvisited_penalty"),
+    ({"distances": [[0, 1], [1, 0]], "unvisited_penalty": float("inf")}, "unvisited_penalty"),
+    ({"distances": [[0, 1], [1, 0]]}, "unvisited_penalty"),
+    ({"distances": [[0]], "unvisited_penalty": 5}, "distances"),
+    ({"distances": np.ones((17, 17)).tolist(), "unvisited_penalty": 5}, "distances"),
+    ({"distances": [[0, 1], [1, 0]], "unvisited_penalty": 5, "colour": "red"}, "colour"),
+])
+def test_params_from_data_rejects_bad_data(data, message):
+    with pytest.raises(ValueError, match=message):
+        M.params_from_data(data)
+
+
+def test_posted_map_defaults_to_the_true_distances_and_then_the_default_is_plain_nearest_neighbour():
+    d = [[0, 1, 5, 9], [1, 0, 2, 5], [5, 2, 0, 1], [9, 5, 1, 0]]
+    p = M.params_from_data({"distances": d, "unvisited_penalty": 50})
+    assert p.posted_distances == p.distances
+    assert [a.args["stop"] for a in M.default_actions(p) if a.op == "drive_to"] == [1, 2, 3]
+
+
+def test_describe_states_the_whole_instance():
+    p = _sample(6)
+    text = M.describe(p, VOCAB)
+    assert f"{p.stops} customer sites" in text and f"{p.unvisited_penalty:g}" in text
+    for i in range(p.stops + 1):
+        assert f"from {i}: [{', '.join(f'{x:g}' for x in p.distances[i])}]" in text
+        assert f"from {i}: [{', '.join(f'{x:g}' for x in p.posted_distances[i])}]" in text
+    assert "sticker" in text
+    assert set(M.secret_numbers(p)) >= {p.unvisited_penalty, p.distances[0][1]}
+    assert set(M.public_numbers(p)) >= set(range(p.stops + 1))
+
+
+def test_random_play_never_beats_u_star_and_failed_calls_change_nothing():
+    rng = np.random.default_rng(9)
+    p = _sample(7, 7, 3)
+    u_star = M.solve(p).u_star
+    ops = M.operations(p)
+    state = M.initial_state(p)
+    errors = 0
+    for _ in range(1000):
+        if M.finished(state):
+            state = M.initial_state(p)
+        op = ops[int(rng.integers(len(ops)))]
+        args = {name: int(rng.integers(-1, p.stops + 2)) for name in op.args}
+        before = copy.deepcopy(state)
+        try:
+            json.dumps(M.apply(p, state, Action(op=op.name, args=args)))
+        except ActionError:
+            errors += 1
+            assert state == before
+        assert M.utility(p, state) <= u_star
+    assert 0 < errors < 1000
+
+
+def test_solve_is_fast_at_the_default_size():
+    import time
+
+    p = _sample(8)
+    start = time.perf_counter()
+    for _ in range(10):
+        M.solve(p)
+    assert (time.perf_counter() - start) / 10 < 0.05
