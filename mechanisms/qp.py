@@ -1,0 +1,485 @@
+"""qp: production with increasing marginal cost, a convex quadratic program under resource limits.
+
+The plan x (units of each of the n products, x >= 0) earns ``c.x - 1/2 x'Qx``, which is MAXIMISED
+subject to ``A_ub x <= b_ub`` and ``x >= 0``.
+
+Parameters (all can be given as data):
+- ``c``: the margin per unit of each of the n products when nothing is made yet (hidden; entries may be
+  negative: a product that loses money from the first unit)
+- ``Q``: an n x n symmetric positive definite matrix (hidden): the curvature. The marginal profit of
+  product k is ``c[k] - sum_l Q[k][l] x[l]``: it falls by ``Q[k][k]`` per extra unit of k itself and
+  by ``Q[k][l]`` per unit of product l (shared overtime, crowding of one market)
+- ``A_ub``: an m x n matrix, ``A_ub[i][k]`` is how much of resource i+1 one unit of product k+1 uses
+  (hidden, non-negative); ``b_ub``: the m resource limits (hidden, non-negative), so making nothing is
+  always feasible and the instance is never infeasible; a strictly concave objective is never unbounded
+- ``sticker_margin``: the posted per-unit margin of each product (a decoy: a noisy, sometimes wrong copy
+  of ``c`` that says nothing about the curvature; the default policy trusts it; when omitted from data
+  it equals ``c``)
+The knobs: ``size`` is the number of products n (2..10), ``horizon`` the number of resource
+constraints m (1..6).
+Dynamics: the agent sets the quantity of one product at a time (any non-negative number up to a
+structural bound, a power of ten); a setting that would push some resource above its limit is refused;
+``commit_plan`` or ``finish`` ends the episode and the plan stands. u* is the utility of the replayed
+optimal plan.
+Solved exactly: scipy SLSQP gives a starting point; its active set (the rows within a tolerance of
+their limit) is taken and the KKT system of that equality-constrained QP is solved by linear algebra;
+the result is verified (primal feasibility, multipliers >= 0, stationarity, each within 1e-9 relative)
+and, if the verification fails, a primal active-set method from x = 0 finds the optimum instead and is
+verified the same way. The residuals are recorded in the solver facts. The tests check the solver
+against an enumeration of every active set.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from scipy.optimize import minimize
+
+from mechanisms.base import ActionError, Mechanism, Solution, require_int, require_number
+from mechanisms.registry import register
+from schemas.envspec import Action, ArgSpec, OperationSpec
+
+MAX_PRODUCTS = 12
+MAX_RESOURCES = 12
+KKT_TOLERANCE = 1e-9  # verification of the KKT conditions, relative
+FIT_TOLERANCE = 1e-12  # how far (relative) a plan may touch above a limit when the dynamics check it
+STICKER_REDRAWS = 24  # the sampler redraws posted margins that would make the default near-optimal
+NEAR_OPTIMAL = 0.97
+
+
+def _require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
+    value = args.get(name)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ActionError(f"argument {name!r} must be an integer, got {value!r}")
+    return require_int(args, name, low, high)
+
+
+class QPParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    c: list[float] = Field(min_length=1, max_length=MAX_PRODUCTS)
+    Q: list[list[float]] = Field(min_length=1, max_length=MAX_PRODUCTS)
+    A_ub: list[list[float]] = Field(min_length=1, max_length=MAX_RESOURCES)
+    b_ub: list[float] = Field(min_length=1, max_length=MAX_RESOURCES)
+    sticker_margin: list[float]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_sticker(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "sticker_margin" not in data and "c" in data:
+            data = {**data, "sticker_margin": data["c"]}
+        return data
+
+    @model_validator(mode="after")
+    def _shapes(self) -> QPParams:
+        n, m = len(self.c), len(self.A_ub)
+        if len(self.Q) != n:
+            raise ValueError(f"Q must have one row per product ({n}), got {len(self.Q)}")
+        for k, row in enumerate(self.Q, start=1):
+            if len(row) != n:
+                raise ValueError(f"Q row {k} must have one entry per product ({n}), got {len(row)}")
+        if len(self.b_ub) != m:
+            raise ValueError(f"b_ub must have one entry per row of A_ub ({m}), got {len(self.b_ub)}")
+        for i, row in enumerate(self.A_ub, start=1):
+            if len(row) != n:
+                raise ValueError(f"A_ub row {i} must have one entry per product ({n}), got {len(row)}")
+        if len(self.sticker_margin) != n:
+            raise ValueError(f"sticker_margin must have one entry per product ({n}), "
+                             f"got {len(self.sticker_margin)}")
+        numbers = [*self.c, *self.b_ub, *self.sticker_margin, *(a for row in self.A_ub for a in row),
+                   *(q for row in self.Q for q in row)]
+        if not all(math.isfinite(x) for x in numbers):
+            raise ValueError("c, Q, A_ub, b_ub and sticker_margin must be finite numbers")
+        if min(a for row in self.A_ub for a in row) < 0:
+            raise ValueError("A_ub (resource use per unit) must be non-negative")
+        if min(self.b_ub) < 0:
+            raise ValueError("b_ub (resource limits) must be non-negative")
+        q = np.asarray(self.Q, dtype=float)
+        if not np.allclose(q, q.T, rtol=0.0, atol=1e-9 * max(1.0, float(np.abs(q).max()))):
+            raise ValueError("Q must be symmetric")
+        try:
+            np.linalg.cholesky(q)
+        except np.linalg.LinAlgError:
+            raise ValueError("Q must be positive definite (the profit must be strictly concave)") from None
+        return self
+
+    @property
+    def n(self) -> int:
+        return len(self.c)
+
+    @property
+    def m(self) -> int:
+        return len(self.b_ub)
+
+
+def _arrays(p: QPParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    return (np.asarray(p.c, dtype=float), np.asarray(p.Q, dtype=float), np.asarray(p.A_ub, dtype=float),
+            np.asarray(p.b_ub, dtype=float))
+
+
+def _profit(p: QPParams, x: np.ndarray) -> float:
+    c, q, _, _ = _arrays(p)
+    return float(c @ x - 0.5 * x @ q @ x)
+
+
+def _quantity_bound(p: QPParams) -> float:
+    """A structural bound on any useful quantity: a power of ten above every single-product bound.
+
+    A product is bounded by its tightest resource, and, since the optimum earns at least 0 (make
+    nothing), by 2 |c| / lambda_min(Q) (beyond that the quadratic term alone loses more than c can earn).
+    """
+    c, q, a, b = _arrays(p)
+    radius = 2.0 * float(np.linalg.norm(c)) / float(np.linalg.eigvalsh(q)[0])
+    ratio = np.where(a > 0, b[:, None] / np.where(a > 0, a, 1.0), np.inf)
+    per_product = np.minimum(ratio.min(axis=0), radius)
+    return float(10 ** math.ceil(math.log10(max(float(per_product.max()), 1.0))))
+
+
+def _limit_slack(b: np.ndarray) -> np.ndarray:
+    return FIT_TOLERANCE * np.maximum(1.0, np.abs(b))
+
+
+def _over(p: QPParams, x: np.ndarray) -> list[int]:
+    """Resources (1-based) whose use by plan x is above their limit."""
+    _, _, a, b = _arrays(p)
+    return [i + 1 for i in np.flatnonzero(a @ x > b + _limit_slack(b))]
+
+
+def _constraints(p: QPParams) -> tuple[np.ndarray, np.ndarray]:
+    """Every constraint as G x <= h: the m resource rows, then -x_k <= 0 for each product."""
+    _, _, a, b = _arrays(p)
+    return np.vstack([a, -np.eye(p.n)]), np.concatenate([b, np.zeros(p.n)])
+
+
+def kkt_point(q: np.ndarray, c: np.ndarray, g: np.ndarray, h: np.ndarray,
+              active: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """Solve the KKT system of max c.x - x'Qx/2 with the rows ``active`` of G x <= h held as equalities.
+
+    Returns (x, multipliers of the active rows), or None if the system is singular (dependent rows).
+    """
+    n, k = len(c), len(active)
+    gw = g[active]
+    kkt = np.zeros((n + k, n + k))
+    kkt[:n, :n] = q
+    kkt[:n, n:] = gw.T
+    kkt[n:, :n] = gw
+    rhs = np.concatenate([c, h[active]])
+    if k and np.linalg.matrix_rank(gw) < k:
+        return None
+    try:
+        solution = np.linalg.solve(kkt, rhs)
+    except np.linalg.LinAlgError:
+        return None
+    return solution[:n], solution[n:]
+
+
+def kkt_residuals(q: np.ndarray, c: np.ndarray, g: np.ndarray, h: np.ndarray, x: np.ndarray,
+                  active: list[int], multipliers: np.ndarray) -> dict[str, float]:
+    """Relative residuals of primal feasibility, dual feasibility and stationarity (all 0 at the optimum)."""
+    scale_h = np.maximum(1.0, np.abs(h))
+    primal = float(np.max(np.maximum(g @ x - h, 0.0) / scale_h, initial=0.0))
+    dual = float(max(-float(np.min(multipliers, initial=0.0)), 0.0) / max(1.0, float(np.abs(c).max())))
+    gradient = q @ x - c + g[active].T @ multipliers
+    scale = max(1.0, float(np.abs(c).max()), float(np.abs(q @ x).max()))
+    stationarity = float(np.abs(gradient).max() / scale)
+    slack = h[active] - g[active] @ x
+    complementarity = float(np.max(np.abs(slack) / scale_h[active], initial=0.0))
+    return {"primal": primal, "dual": dual, "stationarity": stationarity, "complementarity": complementarity}
+
+
+def _verified(residuals: dict[str, float]) -> bool:
+    return all(value <= KKT_TOLERANCE for value in residuals.values())
+
+
+def active_set_search(q: np.ndarray, c: np.ndarray, g: np.ndarray, h: np.ndarray,
+                      max_iterations: int = 1000) -> tuple[np.ndarray, list[int], np.ndarray, int]:
+    """Primal active-set method for the strictly concave QP from the feasible point x = 0.
+
+    Starts with every bound x_k >= 0 in the working set (the bound rows are the last n rows of G);
+    returns (x, working set, its multipliers, iterations).
+    """
+    n = len(c)
+    x = np.zeros(n)
+    working = list(range(len(h) - n, len(h)))
+    scale = max(1.0, float(np.abs(c).max()))
+    for iteration in range(1, max_iterations + 1):
+        point = kkt_point(q, c, g, h, sorted(working))
+        if point is None:
+            raise RuntimeError("active-set search reached a dependent working set")
+        target, multipliers = point
+        step = target - x
+        if float(np.abs(step).max(initial=0.0)) <= 1e-13 * max(1.0, float(np.abs(target).max(initial=0.0))):
+            order = sorted(working)
+            if float(np.min(multipliers, initial=0.0)) >= -1e-12 * scale:
+                return target, order, multipliers, iteration
+            working.remove(order[int(np.argmin(multipliers))])
+            continue
+        alpha, blocking = 1.0, None
+        gp = g @ step
+        for i in range(len(h)):
+            if i in working or gp[i] <= 1e-14:
+                continue
+            ratio = max(float(h[i] - g[i] @ x), 0.0) / float(gp[i])
+            if ratio < alpha:
+                alpha, blocking = ratio, i
+        x = x + alpha * step
+        if blocking is not None:
+            working.append(blocking)
+    raise RuntimeError("active-set search did not converge")
+
+
+def solve_qp(p: QPParams) -> tuple[np.ndarray, dict[str, Any]]:
+    """The exact optimum: SLSQP's active set verified through the KKT system, else the active-set search."""
+    c, q, _, _ = _arrays(p)
+    g, h = _constraints(p)
+    start = np.zeros(p.n)
+    result = minimize(lambda x: -(c @ x) + 0.5 * x @ q @ x, start, jac=lambda x: q @ x - c, method="SLSQP",
+                      constraints=[{"type": "ineq", "fun": lambda x: h - g @ x, "jac": lambda x: -g}],
+                      options={"ftol": 1e-14, "maxiter": 500})
+    facts: dict[str, Any] = {"slsqp_status": int(result.status), "slsqp_iterations": int(result.nit)}
+    slsqp_x = np.asarray(result.x, dtype=float)
+    tight = h - g @ slsqp_x <= 1e-6 * np.maximum(1.0, np.abs(h))
+    active = [int(i) for i in np.flatnonzero(tight)]
+    point = kkt_point(q, c, g, h, active)
+    method = "slsqp_active_set"
+    if point is not None:
+        x, multipliers = point
+        residuals = kkt_residuals(q, c, g, h, x, active, multipliers)
+    if point is None or not _verified(residuals):
+        method = "active_set_search"
+        x, active, multipliers, iterations = active_set_search(q, c, g, h)
+        residuals = kkt_residuals(q, c, g, h, x, active, multipliers)
+        facts["active_set_iterations"] = iterations
+        if not _verified(residuals):
+            raise RuntimeError(f"QP optimum failed the KKT verification: {residuals}")
+    facts.update(method=method, kkt_residuals=residuals,
+                 active_resources=[i + 1 for i in active if i < p.m],
+                 zero_products=[i - p.m + 1 for i in active if i >= p.m],
+                 resource_prices=[float(multipliers[active.index(i)]) if i in active else 0.0 for i in range(p.m)])
+    return x, facts
+
+
+class QP(Mechanism[QPParams]):
+    id = "qp"
+    version = 1
+    group = "near_ood"
+    summary = ("plan production with increasing marginal cost under resource limits; convex quadratic program "
+               "(SLSQP, made exact by the KKT system of its active set)")
+    Params = QPParams
+    size_range = (2, 10)  # products
+    horizon_range = (1, 6)  # resource constraints
+    default_size = 4
+    default_horizon = 2
+    difficulty_grid = [(3, 1), (4, 2), (6, 3), (8, 4), (10, 6)]
+    u0_band = (-1.0, 0.97)
+
+    def sample(self, rng: np.random.Generator, size: int, horizon: int) -> QPParams:
+        n, m = int(size), int(horizon)
+        c = np.round(rng.uniform(4.0, 20.0, n), 1)
+        loss = rng.random(n) < 0.15
+        loss[int(np.argmax(c))] = False  # at least one product earns money
+        c[loss] = -np.round(rng.uniform(0.5, 3.0, int(loss.sum())), 1)
+        target = rng.uniform(6.0, 25.0, n)  # units at which a product's own marginal profit would vanish
+        diagonal = np.abs(c) / target
+        off = rng.uniform(0.0, 1.0, (n, n)) * (rng.random((n, n)) < 0.6)
+        off = np.triu(off, 1)
+        off = off + off.T
+        if off.sum(axis=1).max() > 0:
+            off *= rng.uniform(0.2, 0.6) / off.sum(axis=1).max()
+        root = np.sqrt(diagonal)
+        q = np.round(root[:, None] * (np.eye(n) + off) * root[None, :], 2)
+        q = np.maximum(q, q.T)
+        while np.linalg.eigvalsh(q)[0] <= 0.01:  # rounding must keep Q positive definite
+            q = np.round(q + 0.01 * np.eye(n), 2)
+        usage = np.round(rng.uniform(0.5, 4.0, (m, n)), 1)
+        free = np.clip(np.linalg.solve(q, c), 0.0, None)  # where the curvature alone would stop production
+        tightness = rng.uniform(0.3, 0.9, m)
+        limits = np.maximum(np.round(tightness * (usage @ free)), 1.0)
+        data = {"c": c.tolist(), "Q": q.tolist(), "A_ub": usage.tolist(), "b_ub": limits.tolist()}
+        params = QPParams(**data, sticker_margin=self._posted(rng, c))
+        u_star = self.solve(params).u_star
+        for _ in range(STICKER_REDRAWS):
+            if self.run(params, self.default_actions(params)) <= NEAR_OPTIMAL * u_star:
+                break
+            params = QPParams(**data, sticker_margin=self._posted(rng, c))
+        return params
+
+    @staticmethod
+    def _posted(rng: np.random.Generator, c: np.ndarray) -> list[float]:
+        """Posted margins: the true margins under a log-normal error, with the sign wrong now and then.
+
+        A loss-making product is posted as profitable; a profitable one is, with chance 0.15, posted as a
+        loss (the default then skips it). The product with the highest posted margin stays profitable.
+        """
+        posted = np.abs(c) * np.exp(rng.normal(0.0, 0.35, len(c)))
+        posted[c < 0] = rng.uniform(3.0, 12.0, int((c < 0).sum()))
+        flip = (rng.random(len(c)) < 0.15) & (c > 0)
+        flip[int(np.argmax(posted))] = False
+        posted[flip] = -rng.uniform(0.5, 3.0, int(flip.sum()))
+        return np.round(posted, 1).tolist()
+
+    def solve(self, params: QPParams) -> Solution:
+        p = params
+        x, facts = solve_qp(p)
+        x = np.clip(x, 0.0, None)
+        x[x <= 1e-12 * max(1.0, float(x.max(initial=0.0)))] = 0.0
+        _, _, a, b = _arrays(p)
+        for _ in range(8):  # the KKT point touches its limits up to rounding; keep it inside the dynamics' check
+            if not _over(p, x):
+                break
+            use = a @ x
+            over = use > b
+            x = x * float(np.min(b[over] / use[over])) * (1.0 - 1e-15)
+        if _over(p, x):
+            raise RuntimeError("the optimal plan does not fit the resource limits")
+        actions = [Action(op="set_quantity", args={"product": k + 1, "quantity": float(x[k])})
+                   for k in range(p.n) if x[k] > 0]
+        actions.append(Action(op="commit_plan"))
+        state = self.initial_state(p)
+        for action in actions:
+            self.apply(p, state, action)
+        u_star = self.utility(p, state)
+        facts.update(products=p.n, resources=p.m, objective=u_star)
+        return Solution(u_star, actions, "SLSQP active set made exact by its KKT system (verified; "
+                        "primal active-set fallback)", facts)
+
+    def default_actions(self, params: QPParams) -> list[Action]:
+        """Trust the posted margins as constant: every product posted profitable gets an equal share of every
+        resource and uses all of it (the curvature is ignored); a product that no resource limits is skipped."""
+        p = params
+        _, _, a, b = _arrays(p)
+        chosen = [k for k in range(p.n) if p.sticker_margin[k] > 0]
+        actions = [Action(op="read_posted_margin", args={"product": 1})]
+        bound = _quantity_bound(p)
+        x = np.zeros(p.n)
+        for k in chosen:
+            rows = [i for i in range(p.m) if a[i, k] > 0]
+            if not rows:
+                continue
+            share = min(b[i] / len(chosen) / a[i, k] for i in rows)
+            quantity = float(min(share, bound))
+            trial = x.copy()
+            trial[k] = quantity
+            if quantity <= 0 or _over(p, trial):
+                continue
+            x = trial
+            actions.append(Action(op="set_quantity", args={"product": k + 1, "quantity": quantity}))
+        actions.append(Action(op="commit_plan"))
+        return actions
+
+    def operations(self, params: QPParams) -> list[OperationSpec]:
+        p = params
+        product = {"product": ArgSpec(type="integer", description="product number", minimum=1, maximum=p.n)}
+        quantity = {**product, "quantity": ArgSpec(type="number", description="units to make", minimum=0,
+                                                   maximum=_quantity_bound(p))}
+        return [
+            OperationSpec(name="probe_margin", kind="probe", args=product,
+                          summary="true profit of the first unit of one product"),
+            OperationSpec(name="probe_curvature", kind="probe", args=product,
+                          summary="how fast the margin of one product falls per unit of each product made"),
+            OperationSpec(name="probe_usage", kind="probe", args=product,
+                          summary="how much of every resource one unit of a product uses"),
+            OperationSpec(name="probe_limits", kind="probe", summary="the limit of every resource"),
+            OperationSpec(name="read_posted_margin", kind="info", args=product, decoy=True,
+                          summary="the posted per-unit margin of one product"),
+            OperationSpec(name="list_products", kind="info",
+                          summary="the product numbers, the number of resources and the largest quantity allowed"),
+            OperationSpec(name="view_plan", kind="info", summary="the planned quantity of every product"),
+            OperationSpec(name="resource_slack", kind="info",
+                          summary="how much of every resource the plan leaves free"),
+            OperationSpec(name="set_quantity", kind="decision", args=quantity,
+                          summary="set how many units of one product to make"),
+            OperationSpec(name="clear_plan", kind="decision", summary="set every quantity to 0"),
+            OperationSpec(name="commit_plan", kind="clock", summary="commit the plan; this ends the episode"),
+            OperationSpec(name="finish", kind="clock", summary="stop now; the current plan stands"),
+        ]
+
+    def initial_state(self, params: QPParams) -> dict[str, Any]:
+        return {"quantities": [0.0] * params.n, "committed": False, "finished": False}
+
+    def apply(self, params: QPParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
+        p, op, args = params, action.op, action.args
+        if op == "probe_margin":
+            k = _require_int(args, "product", 1, p.n)
+            return {"product": k, "margin_of_first_unit": p.c[k - 1]}
+        if op == "probe_curvature":
+            k = _require_int(args, "product", 1, p.n)
+            return {"product": k, "margin_falls_per_unit_of": {f"product {j + 1}": p.Q[k - 1][j]
+                                                               for j in range(p.n)}}
+        if op == "probe_usage":
+            k = _require_int(args, "product", 1, p.n)
+            return {"product": k, "usage_per_unit": {f"resource {i + 1}": p.A_ub[i][k - 1] for i in range(p.m)}}
+        if op == "probe_limits":
+            return {"limits": {f"resource {i + 1}": p.b_ub[i] for i in range(p.m)}}
+        if op == "read_posted_margin":
+            k = _require_int(args, "product", 1, p.n)
+            return {"product": k, "posted_margin": p.sticker_margin[k - 1]}
+        if op == "list_products":
+            return {"products": list(range(1, p.n + 1)), "resources": p.m, "largest_quantity": _quantity_bound(p)}
+        if op == "view_plan":
+            return {"quantities": {f"product {k + 1}": qty for k, qty in enumerate(state["quantities"])}}
+        if op == "resource_slack":
+            _, _, a, b = _arrays(p)
+            free = b - a @ np.asarray(state["quantities"], dtype=float)
+            return {"free": {f"resource {i + 1}": float(free[i]) for i in range(p.m)}}
+        if op == "set_quantity":
+            k = _require_int(args, "product", 1, p.n)
+            quantity = require_number(args, "quantity", 0.0, _quantity_bound(p))
+            x = np.asarray(state["quantities"], dtype=float)
+            raised = quantity > x[k - 1]
+            x[k - 1] = quantity
+            over = _over(p, x) if raised else []
+            if over:
+                names = ", ".join(f"resource {i}" for i in over)
+                raise ActionError(f"making {quantity:g} units of product {k} would exceed the limit of {names}")
+            state["quantities"][k - 1] = quantity
+            return {"product": k, "quantity": quantity}
+        if op == "clear_plan":
+            state["quantities"] = [0.0] * p.n
+            return {"cleared": True}
+        if op == "commit_plan":
+            state.update(committed=True, finished=True)
+            return {"committed": list(state["quantities"]), "finished": True}
+        if op == "finish":
+            state["finished"] = True
+            return {"quantities": list(state["quantities"]), "finished": True}
+        raise ActionError(f"unknown operation {op!r}")
+
+    def utility(self, params: QPParams, state: dict[str, Any]) -> float:
+        return _profit(params, np.asarray(state["quantities"], dtype=float))
+
+    def describe(self, params: QPParams, vocab: dict[str, str]) -> str:
+        p, v = params, vocab
+        parts = [
+            f"There are {p.n} {v['products']} and {p.m} {v['resource']} limit(s). You choose how many units "
+            f"of each {v['product']} to make (any non-negative amount, fractions allowed). The margin of a "
+            f"{v['product']} falls as more is made: with x_k units of {v['product']} k, the total profit in "
+            f"{v['currency']} is sum_k c_k x_k - 1/2 sum_k sum_l Q_kl x_k x_l, so the marginal profit of "
+            f"{v['product']} k is c_k - sum_l Q_kl x_l. The goal is the highest total profit.",
+        ]
+        for k in range(p.n):
+            row = ", ".join(f"{p.Q[k][j]:g}" for j in range(p.n))
+            uses = ", ".join(f"{p.A_ub[i][k]:g}" for i in range(p.m))
+            parts.append(f"{v['product']} {k + 1}: c = {p.c[k]:g}; Q row [{row}]; uses per unit [{uses}] of the "
+                         f"{v['resources']}; the {v['sticker']} posts a margin of {p.sticker_margin[k]:g}.")
+        limits = "; ".join(f"{v['resource']} {i + 1}: {p.b_ub[i]:g}" for i in range(p.m))
+        parts.append(f"Limits: {limits}. The {v['sticker']} shows a flat margin per unit and ignores the "
+                     f"curvature; it is not the true margin.")
+        return " ".join(parts)
+
+    def secret_numbers(self, params: QPParams) -> list[float]:
+        p = params
+        return [*p.c, *(q for row in p.Q for q in row if q != 0), *(a for row in p.A_ub for a in row if a != 0),
+                *p.b_ub]
+
+    def probe_allowance(self, params: QPParams) -> int:
+        return 3 * params.n + 1
+
+    def public_numbers(self, params: QPParams) -> list[float]:
+        p = params
+        return [p.n, p.m, *range(0, max(p.n, p.m) + 1), _quantity_bound(p)]
+
+
+register(QP())

@@ -1,0 +1,302 @@
+"""qp: determinism, exactness against active-set enumeration, the KKT verification and its fallback, replay,
+the default's band, validation of data, refusals, fuzzing."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+import mechanisms
+from mechanisms import qp as qp_module
+from mechanisms.base import ActionError
+from mechanisms.qp import QPParams
+from schemas.envspec import Action
+from setter.corpus import VOCAB_KEYS
+from tests.mechanisms.references.qp import reference as enumerate_active_sets
+from tests.support import make_spec
+
+M = mechanisms.get("qp")
+VOCAB = {k: k for k in VOCAB_KEYS}
+
+
+def _sample(i: int, size: int | None = None, horizon: int | None = None) -> QPParams:
+    return M.sample(np.random.default_rng([7, i]), size or M.default_size, horizon or M.default_horizon)
+
+
+def _data(**changes) -> dict:
+    data = {"c": [10.0, 8.0], "Q": [[1.0, 0.2], [0.2, 0.5]], "A_ub": [[1.0, 2.0]], "b_ub": [12.0]}
+    data.update(changes)
+    return data
+
+
+def test_same_seed_gives_the_same_params_and_data_round_trips():
+    for i in range(5):
+        a, b = _sample(i), _sample(i)
+        assert a == b and a.model_dump() == b.model_dump()
+        assert M.params_from_data(json.loads(json.dumps(a.model_dump()))) == a
+    assert _sample(0) != _sample(1)
+
+
+def test_contract_shape():
+    p = _sample(0)
+    ops = M.operations(p)
+    kinds = {op.kind for op in ops}
+    names = {op.name for op in ops}
+    assert len(ops) >= 10 and kinds == {"probe", "info", "decision", "clock"}
+    assert [op.name for op in ops if op.decoy] == ["read_posted_margin"] and "finish" in names
+    assert len(names) == len(ops)
+    for op in ops:
+        for arg in op.args.values():
+            assert arg.minimum is not None and arg.maximum is not None
+            assert arg.type in ("integer", "number")
+    assert M.group == "near_ood" and M.version == 1
+    for size, horizon in M.grid():
+        assert M.size_range[0] <= size <= M.size_range[1] and M.horizon_range[0] <= horizon <= M.horizon_range[1]
+    assert 3 <= len(M.grid()) <= 6
+    assert M.probe_allowance(p) == 3 * p.n + 1
+    assert set(M.secret_numbers(p)) >= set(p.c) | set(p.b_ub)
+    json.dumps(M.initial_state(p))
+
+
+def test_describe_states_the_whole_instance():
+    p = _sample(1)
+    text = M.describe(p, VOCAB)
+    assert f"{p.n} products" in text and f"{p.m} resource limit" in text
+    for value in [*p.c, *p.b_ub, *p.sticker_margin, *(q for row in p.Q for q in row),
+                  *(a for row in p.A_ub for a in row)]:
+        assert f"{value:g}" in text
+
+
+@pytest.mark.parametrize("knobs", [(2, 1), (3, 2), (4, 3), (5, 2), (3, 5), (6, 1)])
+def test_solver_matches_active_set_enumeration(knobs):
+    for i in range(12):
+        p = M.sample(np.random.default_rng([8, *knobs, i]), *knobs)
+        solution = M.solve(p)
+        assert solution.u_star == pytest.approx(enumerate_active_sets(M, p), rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.parametrize("knobs", [(4, 2), (8, 4), (10, 6)])
+def test_kkt_residuals_are_recorded_and_tiny(knobs):
+    for i in range(8):
+        p = _sample(300 + i, *knobs)
+        facts = M.solve(p).facts
+        assert facts["method"] in ("slsqp_active_set", "active_set_search")
+        assert set(facts["kkt_residuals"]) == {"primal", "dual", "stationarity", "complementarity"}
+        assert all(0.0 <= r <= 1e-9 for r in facts["kkt_residuals"].values())
+        assert all(price >= -1e-9 for price in facts["resource_prices"])
+        json.dumps(facts)
+
+
+def test_the_active_set_search_agrees_with_the_slsqp_route():
+    for i in range(20):
+        p = _sample(400 + i, 6, 3)
+        c, q, _, _ = qp_module._arrays(p)
+        g, h = qp_module._constraints(p)
+        x, active, multipliers, _ = qp_module.active_set_search(q, c, g, h)
+        assert qp_module._verified(qp_module.kkt_residuals(q, c, g, h, x, active, multipliers))
+        assert qp_module._profit(p, x) == pytest.approx(M.solve(p).u_star, rel=1e-9, abs=1e-9)
+
+
+def test_a_wrong_slsqp_answer_falls_back_to_the_active_set_search(monkeypatch):
+    class Garbage:
+        def __init__(self, n):
+            self.x, self.status, self.nit = np.full(n, 3.0), 9, 1
+
+    monkeypatch.setattr(qp_module, "minimize", lambda fun, x0, **kw: Garbage(len(x0)))
+    for i in range(10):
+        p = M.sample(np.random.default_rng([9, i]), 3, 2)
+        solution = M.solve(p)
+        assert solution.facts["method"] == "active_set_search"
+        assert solution.u_star == pytest.approx(enumerate_active_sets(M, p), rel=1e-6, abs=1e-6)
+        assert M.run(p, solution.optimal_actions) == solution.u_star
+
+
+def test_edge_cases_zero_limits_losses_and_an_interior_optimum():
+    zero = M.params_from_data(_data(b_ub=[0.0]))
+    assert M.solve(zero).u_star == 0.0 and M.solve(zero).optimal_actions == [Action(op="commit_plan")]
+    losses = M.params_from_data(_data(c=[-1.0, -2.0]))
+    assert M.solve(losses).u_star == 0.0
+    loose = M.params_from_data(_data(b_ub=[1000.0]))
+    x = np.linalg.solve(np.asarray(loose.Q), np.asarray(loose.c))
+    solution = M.solve(loose)
+    assert solution.u_star == pytest.approx(float(loose.c @ x - 0.5 * x @ np.asarray(loose.Q) @ x), rel=1e-12)
+    assert solution.facts["active_resources"] == [] and solution.facts["zero_products"] == []
+    free = M.params_from_data(_data(A_ub=[[0.0, 2.0]]))  # product 1 uses no resource: bounded by curvature
+    assert M.solve(free).u_star == pytest.approx(enumerate_active_sets(M, free), rel=1e-9)
+
+
+@pytest.mark.parametrize("knobs", [(4, 2), (2, 1), (3, 1), (6, 3), (8, 4), (10, 6)])
+def test_replay_of_optimal_actions_gives_u_star_exactly(knobs):
+    for i in range(5):
+        p = _sample(100 + i, *knobs)
+        solution = M.solve(p)
+        assert M.run(p, solution.optimal_actions) == solution.u_star
+        assert solution.optimal_actions[-1].op == "commit_plan"
+
+
+def test_no_feasible_plan_beats_the_optimum():
+    rng = np.random.default_rng(4)
+    for i in range(10):
+        p = _sample(500 + i, 5, 3)
+        u_star = M.solve(p).u_star
+        a, b = np.asarray(p.A_ub), np.asarray(p.b_ub)
+        for _ in range(200):
+            x = rng.uniform(0, 1, p.n) * rng.uniform(0, 40)
+            use = a @ x
+            if np.any(use > b):
+                x *= float(np.min(b / np.maximum(use, 1e-12)))
+            assert qp_module._profit(p, x) <= u_star + 1e-9
+
+
+def test_default_trusts_the_posted_margins_and_sits_inside_the_band():
+    low, high = M.u0_band
+    inside = 0
+    for i in range(100):
+        p = _sample(i)
+        o = M.outcome(p)
+        assert o.u_idle == 0.0 and o.solution.u_star > 0
+        ops = [a.op for a in o.default_actions]
+        assert ops[0] == "read_posted_margin" and not any(op.startswith("probe") for op in ops)
+        made = {a.args["product"] for a in o.default_actions if a.op == "set_quantity"}
+        assert made <= {k + 1 for k in range(p.n) if p.sticker_margin[k] > 0}
+        g = o.u0 / o.solution.u_star
+        inside += low <= g <= high and o.u0 < o.solution.u_star
+    assert inside >= 90
+
+
+def _planned_state(p: QPParams) -> dict:
+    state = M.initial_state(p)
+    for action in M.solve(p).optimal_actions[:-1]:
+        M.apply(p, state, action)
+    return state
+
+
+def test_invalid_actions_raise_and_leave_the_state_unchanged():
+    p = _sample(2)
+    bound = qp_module._quantity_bound(p)
+    bad = [Action(op="no_such_op"), Action(op="set_quantity", args={"product": 1}),
+           Action(op="set_quantity", args={"product": 0, "quantity": 1.0}),
+           Action(op="set_quantity", args={"product": p.n + 1, "quantity": 1.0}),
+           Action(op="set_quantity", args={"product": 1, "quantity": -1.0}),
+           Action(op="set_quantity", args={"product": 1, "quantity": bound * 2}),
+           Action(op="set_quantity", args={"product": 1, "quantity": "3"}),
+           Action(op="set_quantity", args={"product": 1, "quantity": float("nan")}),
+           Action(op="set_quantity", args={"product": True, "quantity": 1.0}),
+           Action(op="probe_margin", args={"product": 1.5}),
+           Action(op="probe_curvature", args={"product": float("inf")}),
+           Action(op="read_posted_margin", args={"product": None})]
+    for state in (M.initial_state(p), _planned_state(p)):
+        for action in bad:
+            before = copy.deepcopy(state)
+            with pytest.raises(ActionError):
+                M.apply(p, state, action)
+            assert state == before
+
+
+def test_a_setting_over_a_limit_is_refused_and_lowering_is_always_allowed():
+    p = M.params_from_data(_data())
+    state = M.initial_state(p)
+    M.apply(p, state, Action(op="set_quantity", args={"product": 2, "quantity": 6.0}))  # uses all 12
+    before = copy.deepcopy(state)
+    with pytest.raises(ActionError, match="resource 1"):
+        M.apply(p, state, Action(op="set_quantity", args={"product": 1, "quantity": 0.5}))
+    assert state == before
+    M.apply(p, state, Action(op="set_quantity", args={"product": 2, "quantity": 2.0}))
+    assert M.apply(p, state, Action(op="resource_slack"))["free"] == {"resource 1": 8.0}
+    M.apply(p, state, Action(op="set_quantity", args={"product": 1, "quantity": 8.0}))
+    assert M.utility(p, state) == pytest.approx(10 * 8 + 8 * 2 - 0.5 * (64 + 2 * 0.2 * 16 + 0.5 * 4))
+    M.apply(p, state, Action(op="clear_plan"))
+    assert M.utility(p, state) == 0.0 and not M.finished(state)
+    M.apply(p, state, Action(op="finish"))
+    assert M.finished(state)
+
+
+def test_probes_reveal_the_hidden_groups():
+    p = _sample(3)
+    state = M.initial_state(p)
+    assert M.apply(p, state, Action(op="probe_margin", args={"product": 2}))["margin_of_first_unit"] == p.c[1]
+    row = M.apply(p, state, Action(op="probe_curvature", args={"product": 2}))["margin_falls_per_unit_of"]
+    assert list(row.values()) == p.Q[1]
+    usage = M.apply(p, state, Action(op="probe_usage", args={"product": 2}))["usage_per_unit"]
+    assert list(usage.values()) == [p.A_ub[i][1] for i in range(p.m)]
+    assert list(M.apply(p, state, Action(op="probe_limits"))["limits"].values()) == p.b_ub
+    assert M.apply(p, state, Action(op="read_posted_margin", args={"product": 2}))["posted_margin"] == \
+        p.sticker_margin[1]
+    assert state == M.initial_state(p)
+
+
+@pytest.mark.parametrize("data, message", [
+    (_data(c=[1.0]), "Q must have one row"),
+    (_data(Q=[[1.0, 0.2], [0.2]]), "Q row 2"),
+    (_data(Q=[[1.0, 0.3], [0.2, 0.5]]), "symmetric"),
+    (_data(Q=[[1.0, 2.0], [2.0, 0.5]]), "positive definite"),
+    (_data(Q=[[0.0, 0.0], [0.0, 0.5]]), "positive definite"),
+    (_data(A_ub=[[1.0, -2.0]]), "A_ub .*non-negative"),
+    (_data(b_ub=[-1.0]), "b_ub .*non-negative"),
+    (_data(b_ub=[1.0, 2.0]), "b_ub must have one entry"),
+    (_data(A_ub=[[1.0, 2.0, 3.0]]), "A_ub row 1"),
+    (_data(sticker_margin=[1.0]), "sticker_margin"),
+    (_data(c=[1.0, float("nan")]), "finite"),
+    (_data(colour="red"), "colour"),
+    ({"Q": [[1.0]], "A_ub": [[1.0]], "b_ub": [1.0]}, "c"),
+])
+def test_params_from_data_rejects_bad_data(data, message):
+    with pytest.raises(ValueError, match=message):
+        M.params_from_data(data)
+
+
+def test_params_from_data_defaults_the_sticker_to_the_margins():
+    assert M.params_from_data(_data()).sticker_margin == [10.0, 8.0]
+
+
+def _random_args(rng: np.random.Generator, op) -> dict:
+    args = {}
+    for name, spec in op.args.items():
+        roll = rng.random()
+        if roll < 0.1:
+            continue
+        if roll < 0.2:
+            odd = ["x", None, True, [1], {"a": 1}, float("nan")]
+            args[name] = odd[int(rng.integers(len(odd)))]
+        elif spec.type == "number" or roll < 0.3:
+            args[name] = float(rng.uniform(-2, min(spec.maximum, 60) + 2))
+        else:
+            args[name] = int(rng.integers(int(spec.minimum) - 2, int(spec.maximum) + 3))
+    return args
+
+
+def test_a_thousand_random_actions_raise_nothing_but_action_error():
+    rng = np.random.default_rng(3)
+    p = _sample(5, 6, 3)
+    ops = [*M.operations(p), *[op for op in M.operations(p) if op.name == "set_quantity"] * 6]
+    state = M.initial_state(p)
+    u_star = M.solve(p).u_star
+    errors = 0
+    for _ in range(1000):
+        if M.finished(state) or rng.random() < 0.01:
+            state = M.initial_state(p)
+        op = ops[int(rng.integers(len(ops)))] if rng.random() > 0.03 else None
+        action = Action(op=op.name if op else "bogus", args=_random_args(rng, op) if op else {})
+        before = copy.deepcopy(state)
+        try:
+            json.dumps(M.apply(p, state, action))
+        except ActionError:
+            errors += 1
+            assert state == before
+        json.dumps(state)
+        assert M.utility(p, state) <= u_star + 1e-9
+    assert 0 < errors < 1000
+
+
+def test_a_rendered_environment_is_admitted_without_leaks():
+    admitted = 0
+    for i in range(4):
+        from envs.admission import admit, hidden_leaks
+
+        spec = make_spec("qp", i)
+        assert hidden_leaks(spec) == []
+        admitted += admit(spec).admitted
+    assert admitted >= 3
