@@ -19,6 +19,10 @@ from schemas.envspec import Action, OperationSpec
 P = TypeVar("P", bound=BaseModel)
 
 
+# the name under which the sequential families record the optimal online policy below the hindsight ceiling
+ONLINE_BASELINE = "online_optimal"
+
+
 class ActionError(ValueError):
     """An agent's action that the dynamics refuse; raised before any state is changed."""
 

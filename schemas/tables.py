@@ -20,6 +20,7 @@ class EnvironmentsModel(pa.DataFrameModel):
 
     env_id: Series[str] = pa.Field(unique=True)
     family: Series[str]
+    family_group: Series[str]  # trained | near_ood | far_ood_structure | far_ood_probe | external
     version: Series[int]
     split: Series[str]
     modes: Series[str]
@@ -35,6 +36,9 @@ class EnvironmentsModel(pa.DataFrameModel):
     u_star: Series[float]
     u0: Series[float]
     u_idle: Series[float]
+    # the optimal online policy under a hindsight ceiling (sequential families; null elsewhere)
+    online_u: Series[float] = pa.Field(nullable=True)
+    online_score: Series[float] = pa.Field(nullable=True, ge=0, le=1)
     attempts: Series[int] = pa.Field(ge=1)
     llm_cost_usd: Series[float] = pa.Field(nullable=True, ge=0)  # null = unknown, never 0
     compute_seconds: Series[float] = pa.Field(ge=0)

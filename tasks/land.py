@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 import pandas as pd
 from prefect import task
 
+import mechanisms
+from envs.scoring import score
+from mechanisms.base import ONLINE_BASELINE
 from tasks.common import cpu_hour_usd, retry_transient
 from tasks.progress import HUB
 from tasks.validate import ShardResult, checks_json
@@ -42,13 +45,18 @@ def environment_rows(result: ShardResult, run_id: str, now: dt.datetime) -> pd.D
         llm_cost = sum_cost([c.cost_usd for c in env.calls])
         compute_cost = env.compute_seconds * cpu_hour_usd() / 3600.0
         params_blob = json.dumps({"family": spec.family, "params": spec.params}, sort_keys=True).encode()
+        ref = spec.reference
+        online_u = ref.baselines.get(ONLINE_BASELINE)
         rows.append({
-            "env_id": spec.env_id, "family": spec.family, "version": spec.version, "split": spec.split,
+            "env_id": spec.env_id, "family": spec.family, "family_group": mechanisms.get(spec.family).group,
+            "version": spec.version, "split": spec.split,
             "modes": "written,revealed,hidden", "size": spec.size, "horizon": spec.horizon,
             "domain": spec.rendering.domain, "passage_id": spec.rendering.passage_id, "title": spec.rendering.title,
             "setter": spec.setter, "model": spec.model, "tool_count": len(spec.rendering.tools),
             "turn_budget": spec.turn_budget, "u_star": spec.reference.u_star, "u0": spec.reference.u0,
-            "u_idle": spec.reference.u_idle, "attempts": env.attempts, "llm_cost_usd": llm_cost,
+            "u_idle": spec.reference.u_idle, "online_u": online_u,
+            "online_score": None if online_u is None else score(online_u, ref.u0, ref.u_star),
+            "attempts": env.attempts, "llm_cost_usd": llm_cost,
             "compute_seconds": env.compute_seconds,
             "cost_usd": None if llm_cost is None else llm_cost + compute_cost,
             "params_hash": hashlib.sha256(params_blob).hexdigest()[:16], "spec_json": spec.canonical_json(),

@@ -20,7 +20,7 @@ def test_only_transient_errors_are_retried():
 
 
 def test_the_cache_key_follows_the_shard_content_not_the_run():
-    first, second = plan_shards("2026-06-01", 150, "lp", shard_size=100)
+    first, second = plan_shards("2026-06-01", 150, "lp", shard_size=100)[:2]
     policy = ShardStagePolicy()
     ctx = SimpleNamespace(task=SimpleNamespace(name="solve"))
     key = policy.compute_key(ctx, {"shard": first}, {"run": 1})

@@ -25,6 +25,7 @@ def environments_frame(
         {
             "env_id": env_ids,
             "family": "inventory_dp",
+            "family_group": "trained",
             "version": 1,
             "split": "train",
             "modes": "written,hidden",
@@ -40,6 +41,8 @@ def environments_frame(
             "u_star": 10.0,
             "u0": 2.0,
             "u_idle": 0.0,
+            "online_u": [None] * n,
+            "online_score": [None] * n,
             "attempts": 1,
             "llm_cost_usd": [None] * n,
             "compute_seconds": 0.5,
