@@ -1,0 +1,426 @@
+"""negotiation: sell one lot to a counterpart with a hidden reservation value, a deadline and a cost per round.
+
+The agent is the seller. In each round 1..T it may make one ask on the integer price grid, accept the
+counterpart's counteroffer of that round, let the round pass (wait), or walk away to its outside option.
+Every round used (an ask, an accepted counteroffer or a wait) costs ``round_cost``; once the deadline has
+passed with no deal the seller is left with the outside option minus the costs spent.
+
+The counterpart's behaviour is fixed by the parameters (hidden from the agent in hidden mode):
+- in round t it accepts an ask ``a`` iff ``a <= theta_t(A)``, where ``A`` is the lowest ask the seller made
+  in an EARLIER round (anchoring: a low ask cannot be undone) and
+  ``theta_t(A) = min(reservation_value, (base_thresholds[t] * (100 - anchoring_percent)
+  + A * anchoring_percent) // 100)``, or ``theta_t = min(reservation_value, base_thresholds[t])`` before any
+  ask (integer arithmetic, exact);
+- an ask above ``walkoff_price`` insults it: it breaks off for good (no deal, the round is spent);
+- in every round it stands by the counteroffer ``counteroffers[t]``, which the seller may accept.
+A rejected ask ends the round and lowers the anchor to ``min(A, ask)``.
+
+Parameters (the data form; all integers unless stated):
+- ``reservation_value``: the most the counterpart would ever pay (hidden)
+- ``base_thresholds``: T entries, the counterpart's un-anchored acceptance threshold per round (hidden; each
+  at most ``reservation_value``); its length is the deadline
+- ``anchoring_percent``: 0..100, how strongly the lowest earlier ask pulls the threshold (hidden)
+- ``walkoff_price``: asks above it end the negotiation (hidden; at least ``reservation_value``)
+- ``counteroffers``: T entries, the counterpart's standing counteroffer per round (hidden; each at most
+  ``reservation_value``, non-negative)
+- ``deadline``: T, the number of rounds (must equal the length of both lists)
+- ``round_cost`` (number >= 0): cost of every round used; ``outside_option`` (number >= 0): the seller's
+  value of no deal (before costs)
+- ``price_low``, ``price_high``, ``price_step``: the ask grid ``price_low, price_low + price_step, ...,
+  price_high`` (public; ``price_high - price_low`` a positive multiple of ``price_step``)
+- ``market_report``: the posted "market report" estimate of the counterpart's reservation value (a decoy:
+  biased; the default policy trusts it)
+
+Knobs: ``size`` is the price-grid resolution, the number of ask levels on the grid (5..61); ``horizon`` is the
+deadline T in rounds (2..12).
+Solved exactly by backward recursion over the states (round, lowest earlier ask on the grid or none); the
+independent check enumerates every ask/accept/wait/walk sequence on small grids and few rounds.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from mechanisms.base import ActionError, Mechanism, Solution, require_int
+from mechanisms.registry import register
+from schemas.envspec import Action, ArgSpec, OperationSpec
+
+MAX_LEVELS = 201
+MAX_ROUNDS = 40
+STICKER_REDRAWS = 24  # the sampler redraws market reports under which the default would be optimal
+
+
+def _require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
+    """``require_int`` that also refuses NaN and infinities with an ActionError."""
+    value = args.get(name)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ActionError(f"argument {name!r} must be an integer, got {value!r}")
+    return require_int(args, name, low, high)
+
+
+class NegotiationParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    reservation_value: int = Field(ge=0)
+    base_thresholds: list[int] = Field(min_length=1, max_length=MAX_ROUNDS)
+    anchoring_percent: int = Field(ge=0, le=100)
+    walkoff_price: int = Field(ge=0)
+    counteroffers: list[int] = Field(min_length=1, max_length=MAX_ROUNDS)
+    deadline: int = Field(ge=1, le=MAX_ROUNDS)
+    round_cost: float = Field(ge=0)
+    outside_option: float = Field(ge=0)
+    price_low: int = Field(ge=0)
+    price_high: int = Field(ge=1)
+    price_step: int = Field(ge=1)
+    market_report: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _shapes(self) -> NegotiationParams:
+        if len(self.base_thresholds) != self.deadline:
+            raise ValueError(f"base_thresholds must have one entry per round of the deadline ({self.deadline}), "
+                             f"got {len(self.base_thresholds)}")
+        if len(self.counteroffers) != self.deadline:
+            raise ValueError(f"counteroffers must have one entry per round of the deadline ({self.deadline}), "
+                             f"got {len(self.counteroffers)}")
+        if not (math.isfinite(self.round_cost) and math.isfinite(self.outside_option)):
+            raise ValueError("round_cost and outside_option must be finite numbers")
+        if min(self.base_thresholds) < 0 or max(self.base_thresholds) > self.reservation_value:
+            raise ValueError("base_thresholds must lie between 0 and reservation_value")
+        if min(self.counteroffers) < 0 or max(self.counteroffers) > self.reservation_value:
+            raise ValueError("counteroffers must lie between 0 and reservation_value")
+        if self.walkoff_price < self.reservation_value:
+            raise ValueError("walkoff_price cannot be below reservation_value")
+        if self.price_high <= self.price_low:
+            raise ValueError("price_high must be above price_low")
+        if (self.price_high - self.price_low) % self.price_step:
+            raise ValueError("price_high - price_low must be a multiple of price_step")
+        if self.levels > MAX_LEVELS:
+            raise ValueError(f"the price grid has {self.levels} levels; at most {MAX_LEVELS} are allowed")
+        return self
+
+    @property
+    def levels(self) -> int:
+        return (self.price_high - self.price_low) // self.price_step + 1
+
+    @property
+    def grid(self) -> list[int]:
+        return list(range(self.price_low, self.price_high + 1, self.price_step))
+
+
+def threshold(p: NegotiationParams, round_: int, anchor: int | None) -> int:
+    """The highest ask the counterpart accepts in a round (1-based) given the lowest earlier ask."""
+    base = p.base_thresholds[round_ - 1]
+    if anchor is None:
+        return min(p.reservation_value, base)
+    mixed = (base * (100 - p.anchoring_percent) + anchor * p.anchoring_percent) // 100
+    return min(p.reservation_value, mixed)
+
+
+def _net(p: NegotiationParams, value: float, rounds: int) -> float:
+    """The seller's utility: a deal price or the outside option, minus the cost of the rounds used."""
+    return float(value) - p.round_cost * rounds
+
+
+class Negotiation(Mechanism[NegotiationParams]):
+    id = "negotiation"
+    version = 1
+    group = "trained"
+    summary = "sell one lot to a counterpart with a hidden, anchoring acceptance rule; backward recursion"
+    Params = NegotiationParams
+    size_range = (5, 61)  # ask levels on the price grid
+    horizon_range = (2, 12)  # rounds before the deadline
+    default_size = 21
+    default_horizon = 6
+    difficulty_grid = [(11, 4), (21, 6), (31, 8), (41, 10), (61, 12)]
+    u0_band = (-0.3, 0.95)
+
+    # --- parameters -----------------------------------------------------------------------
+    def sample(self, rng: np.random.Generator, size: int, horizon: int) -> NegotiationParams:
+        n, rounds = int(size), int(horizon)
+        step = max(1, int(round(rng.uniform(80, 400) / (n - 1))))
+        span = step * (n - 1)
+        low = step * int(rng.integers(2, max(3, n)))
+        reservation = low + int(round(rng.uniform(0.5, 0.85) * span))
+        walkoff = reservation + int(round(rng.uniform(0.08, 0.4) * span))
+        gap = rng.uniform(0.4, 0.8) * (reservation - low)
+        decay = rng.uniform(0.5, 0.9)
+        base = [reservation - int(round(gap * decay ** t)) for t in range(rounds)]
+        counter_gap = rng.uniform(0.0, 0.12, rounds) * span
+        counteroffers = [max(0, b - int(round(d))) for b, d in zip(base, counter_gap, strict=True)]
+        if rounds > 1 and rng.random() < 0.3:  # now and then one later round brings a generous counteroffer
+            t = int(rng.integers(1, rounds))
+            counteroffers[t] = min(reservation, base[t] + int(round(rng.uniform(0.05, 0.3) * span)))
+        outside = low + int(round(rng.uniform(-0.2, 0.7) * (base[0] - low)))
+        data = {
+            "reservation_value": reservation,
+            "base_thresholds": base,
+            "anchoring_percent": int(rng.integers(15, 66)),
+            "walkoff_price": walkoff,
+            "counteroffers": counteroffers,
+            "deadline": rounds,
+            "round_cost": float(rng.integers(max(1, round(0.01 * span)), max(2, round(0.05 * span)) + 1)),
+            "outside_option": float(max(0, outside)),
+            "price_low": low,
+            "price_high": low + span,
+            "price_step": step,
+        }
+        params = NegotiationParams(**data, market_report=self._report(rng, reservation, span))
+        u_star = self.solve(params).u_star
+        for _ in range(STICKER_REDRAWS):
+            if self.run(params, self.default_actions(params)) < u_star - 1e-9 * max(1.0, abs(u_star)):
+                break
+            params = NegotiationParams(**data, market_report=self._report(rng, reservation, span))
+        return params
+
+    @staticmethod
+    def _report(rng: np.random.Generator, reservation: int, span: int) -> int:
+        """The market report: the reservation value off by 5-30% of the grid span, either way."""
+        sign = 1 if rng.random() < 0.4 else -1
+        return max(0, reservation + sign * int(round(rng.uniform(0.05, 0.3) * span)))
+
+    # --- reference ------------------------------------------------------------------------
+    def solve(self, params: NegotiationParams) -> Solution:
+        p = params
+        grid, rounds, n = p.grid, p.deadline, p.levels
+        prices = np.asarray(grid, dtype=float)
+        anchors: list[int | None] = [None, *grid]  # state index 0: no ask yet; 1 + k: lowest ask grid[k]
+        k = np.arange(n)
+        # the state after a rejected ask of grid[k] from state i: the new lowest ask
+        after = np.vstack([1 + k[None, :], 1 + np.minimum(k[None, :], k[:, None])])
+        ops = [Action(op="finish"), Action(op="accept_counteroffer"), Action(op="wait_round"),
+               *(Action(op="make_ask", args={"price": price}) for price in grid)]
+        value_next = np.full(n + 1, _net(p, p.outside_option, rounds))
+        choice: list[np.ndarray] = []
+        for t in reversed(range(rounds)):
+            r = t + 1
+            limits = np.asarray([threshold(p, r, anchor) for anchor in anchors], dtype=float)
+            asks = np.where(prices[None, :] <= limits[:, None], prices[None, :] - p.round_cost * r,
+                            value_next[after])
+            asks = np.where(prices[None, :] > p.walkoff_price, _net(p, p.outside_option, r), asks)
+            table = np.column_stack([np.full(n + 1, _net(p, p.outside_option, t)),
+                                     np.full(n + 1, _net(p, p.counteroffers[t], r)), value_next, asks])
+            choice.append(np.argmax(table, axis=1))
+            value_next = table.max(axis=1)
+        choice.reverse()
+        index = {a: i for i, a in enumerate(anchors)}
+        actions: list[Action] = []
+        state = self.initial_state(p)
+        while not state["finished"]:
+            action = ops[int(choice[state["round"] - 1][index[state["anchor"]]])]
+            actions.append(action)
+            self.apply(p, state, action)
+        u_star = self.utility(p, state)
+        if abs(u_star - float(value_next[0])) > 1e-9 * max(1.0, abs(u_star)):
+            raise RuntimeError(f"replay of the recursion's policy gives {u_star}, the recursion {value_next[0]}")
+        facts = {"states": rounds * (n + 1), "levels": n, "rounds": rounds, "outcome": state["status"],
+                 "deal_price": state["deal_price"], "rounds_used": self._rounds_used(state)}
+        return Solution(u_star, actions, "backward recursion over (round, lowest earlier ask)", facts)
+
+    def default_actions(self, params: NegotiationParams) -> list[Action]:
+        """Trust the market report: ask it first, then concede in equal steps to the outside option by the deadline.
+
+        Asks are rounded to the nearest grid price; the floor is the lowest grid price not below the outside
+        option. The default never probes, never waits and never accepts a counteroffer.
+        """
+        p = params
+        grid = p.grid
+        floor = next((g for g in grid if g >= p.outside_option), grid[-1])
+        start = self._snap(p, p.market_report)
+        actions = [Action(op="read_market_report")]
+        state = self.initial_state(p)
+        for t in range(p.deadline):
+            share = t / (p.deadline - 1) if p.deadline > 1 else 1.0
+            ask = self._snap(p, start + (floor - start) * share) if p.deadline > 1 else start
+            action = Action(op="make_ask", args={"price": ask})
+            actions.append(action)
+            self.apply(p, state, action)
+            if state["finished"]:
+                break
+        return actions
+
+    @staticmethod
+    def _snap(p: NegotiationParams, price: float) -> int:
+        """The grid price nearest to a price (ties go up), clipped to the grid."""
+        k = math.floor((price - p.price_low) / p.price_step + 0.5)
+        return p.price_low + p.price_step * min(max(k, 0), p.levels - 1)
+
+    # --- dynamics -------------------------------------------------------------------------
+    def operations(self, params: NegotiationParams) -> list[OperationSpec]:
+        p = params
+        round_arg = {"round": ArgSpec(type="integer", description="round number", minimum=1, maximum=p.deadline)}
+        price_arg = {"price": ArgSpec(type="integer", description="asking price on the price grid",
+                                      minimum=p.price_low, maximum=p.price_high)}
+        return [
+            OperationSpec(name="probe_reservation_value", kind="probe",
+                          summary="the most the counterpart would ever pay"),
+            OperationSpec(name="probe_round_cost", kind="probe", summary="the cost of every round used"),
+            OperationSpec(name="probe_concession_rule", kind="probe",
+                          summary="the counterpart's acceptance threshold rule in one round", args=round_arg),
+            OperationSpec(name="probe_walkoff_price", kind="probe",
+                          summary="the ask above which the counterpart breaks off"),
+            OperationSpec(name="probe_outside_option", kind="probe",
+                          summary="what the seller gets without a deal, before costs"),
+            OperationSpec(name="probe_counteroffer", kind="probe",
+                          summary="the counterpart's counteroffer in one round", args=round_arg),
+            OperationSpec(name="read_market_report", kind="info", decoy=True,
+                          summary="the market report's estimate of what the counterpart would pay"),
+            OperationSpec(name="check_status", kind="info",
+                          summary="round, deadline, price grid, lowest ask so far, counteroffer on the table"),
+            OperationSpec(name="view_log", kind="info", summary="what happened in every round so far"),
+            OperationSpec(name="make_ask", kind="decision", summary="ask a price; this uses the round",
+                          args=price_arg),
+            OperationSpec(name="accept_counteroffer", kind="decision",
+                          summary="accept this round's counteroffer; this closes the deal"),
+            OperationSpec(name="wait_round", kind="clock", summary="let the round pass without an ask"),
+            OperationSpec(name="walk_away", kind="clock", summary="break off and take the outside option"),
+            OperationSpec(name="finish", kind="clock", summary="stop now; without a deal the outside option applies"),
+        ]
+
+    def initial_state(self, params: NegotiationParams) -> dict[str, Any]:
+        return {"round": 1, "anchor": None, "status": "open", "deal_price": None, "deal_round": None,
+                "log": [], "finished": False}
+
+    def apply(self, params: NegotiationParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
+        p, op, args = params, action.op, action.args
+        if op == "probe_reservation_value":
+            return {"reservation_value": p.reservation_value}
+        if op == "probe_round_cost":
+            return {"round_cost": p.round_cost}
+        if op == "probe_concession_rule":
+            r = _require_int(args, "round", 1, p.deadline)
+            return {"round": r, "base_threshold": p.base_thresholds[r - 1],
+                    "anchoring_percent": p.anchoring_percent, "reservation_value": p.reservation_value,
+                    "rule": "accepts an ask at or below min(reservation_value, (base_threshold * (100 - "
+                            "anchoring_percent) + lowest_earlier_ask * anchoring_percent) // 100); before any "
+                            "ask, at or below min(reservation_value, base_threshold)"}
+        if op == "probe_walkoff_price":
+            return {"walkoff_price": p.walkoff_price,
+                    "rule": "an ask above this price ends the negotiation with no deal"}
+        if op == "probe_outside_option":
+            return {"outside_option": p.outside_option}
+        if op == "probe_counteroffer":
+            r = _require_int(args, "round", 1, p.deadline)
+            return {"round": r, "counteroffer": p.counteroffers[r - 1]}
+        if op == "read_market_report":
+            return {"market_report_estimate": p.market_report}
+        if op == "check_status":
+            return self._status(p, state)
+        if op == "view_log":
+            return {"log": [dict(entry) for entry in state["log"]]}
+        if op == "make_ask":
+            price = _require_int(args, "price", p.price_low, p.price_high)
+            if (price - p.price_low) % p.price_step:
+                raise ActionError(f"asks must lie on the price grid: {p.price_low} plus a multiple of "
+                                  f"{p.price_step}, got {price}")
+            self._require_open(state)
+            return self._ask(p, state, price)
+        if op == "accept_counteroffer":
+            self._require_open(state)
+            r = state["round"]
+            offer = p.counteroffers[r - 1]
+            state["log"].append({"round": r, "action": "accepted counteroffer", "price": offer})
+            state.update(status="deal", deal_price=offer, deal_round=r, finished=True)
+            return {"round": r, "deal": True, "price": offer, "finished": True}
+        if op == "wait_round":
+            self._require_open(state)
+            r = state["round"]
+            state["log"].append({"round": r, "action": "waited"})
+            return self._next_round(p, state)
+        if op in ("walk_away", "finish"):
+            if state["finished"]:
+                return {"finished": True, "status": state["status"]}
+            if state["status"] == "open":
+                state["status"] = "walked away"
+                state["log"].append({"round": state["round"], "action": "walked away"})
+            state["finished"] = True
+            return {"finished": True, "status": state["status"]}
+        raise ActionError(f"unknown operation {op!r}")
+
+    @staticmethod
+    def _require_open(state: dict[str, Any]) -> None:
+        if state["finished"] or state["status"] != "open":
+            raise ActionError("the negotiation is over")
+
+    def _ask(self, p: NegotiationParams, state: dict[str, Any], price: int) -> dict[str, Any]:
+        r, anchor = state["round"], state["anchor"]
+        if price > p.walkoff_price:
+            state["log"].append({"round": r, "action": "asked", "price": price, "response": "broke off"})
+            state.update(status="broken off", finished=True, round=r + 1)
+            return {"round": r, "deal": False, "response": "the counterpart broke off the negotiation",
+                    "finished": True}
+        if price <= threshold(p, r, anchor):
+            state["log"].append({"round": r, "action": "asked", "price": price, "response": "accepted"})
+            state.update(status="deal", deal_price=price, deal_round=r, finished=True)
+            return {"round": r, "deal": True, "price": price, "finished": True}
+        state["log"].append({"round": r, "action": "asked", "price": price, "response": "rejected"})
+        state["anchor"] = price if anchor is None else min(anchor, price)
+        reply = self._next_round(p, state)
+        return {"round": r, "deal": False, "response": "rejected", **reply}
+
+    @staticmethod
+    def _next_round(p: NegotiationParams, state: dict[str, Any]) -> dict[str, Any]:
+        state["round"] += 1
+        if state["round"] > p.deadline:
+            state.update(status="deadline passed", finished=True)
+            return {"finished": True, "status": "the deadline passed with no deal"}
+        return {"finished": False, "next_round": state["round"],
+                "counteroffer_on_the_table": p.counteroffers[state["round"] - 1]}
+
+    def _status(self, p: NegotiationParams, state: dict[str, Any]) -> dict[str, Any]:
+        open_ = state["status"] == "open"
+        return {"round": min(state["round"], p.deadline), "deadline_rounds": p.deadline,
+                "rounds_used": self._rounds_used(state), "status": state["status"],
+                "price_grid": {"lowest": p.price_low, "highest": p.price_high, "step": p.price_step},
+                "lowest_ask_so_far": state["anchor"],
+                "counteroffer_on_the_table": p.counteroffers[state["round"] - 1] if open_ else None,
+                "deal_price": state["deal_price"]}
+
+    @staticmethod
+    def _rounds_used(state: dict[str, Any]) -> int:
+        return state["deal_round"] if state["status"] == "deal" else state["round"] - 1
+
+    def utility(self, params: NegotiationParams, state: dict[str, Any]) -> float:
+        rounds = self._rounds_used(state)
+        if state["status"] == "deal":
+            return _net(params, state["deal_price"], rounds)
+        return _net(params, params.outside_option, rounds)
+
+    # --- rendering facts ------------------------------------------------------------------
+    def describe(self, params: NegotiationParams, vocab: dict[str, str]) -> str:
+        p, v = params, vocab
+        cur = v["currency"]
+        rows = "; ".join(f"round {t + 1}: base threshold {b}, counteroffer {o}"
+                         for t, (b, o) in enumerate(zip(p.base_thresholds, p.counteroffers, strict=True)))
+        return (
+            f"You sell one lot of {v['products']} to the {v['counterpart']} and want the best {v['deal']} net of "
+            f"costs. There are {p.deadline} rounds; every round used (an ask, an accepted counteroffer or a "
+            f"wait) costs {p.round_cost:g} {cur}. Without a {v['deal']} you keep your outside option, worth "
+            f"{p.outside_option:g} {cur}, minus the costs spent. Asks must lie on the price grid from "
+            f"{p.price_low} to {p.price_high} {cur} in steps of {p.price_step}. The {v['counterpart']}'s "
+            f"reservation value is {p.reservation_value} {cur}. In round t it accepts an ask at or below "
+            f"min({p.reservation_value}, (b_t * {100 - p.anchoring_percent} + A * {p.anchoring_percent}) // 100), "
+            f"where b_t is its base threshold of the round and A your lowest ask of an earlier round, or at or "
+            f"below min({p.reservation_value}, b_t) before your first ask; a rejected ask ends the round. Any ask "
+            f"above {p.walkoff_price} {cur} makes it break off for good. In every round it also stands by a "
+            f"counteroffer ({v['offer']}) that you may accept. Per round: {rows}. The {v['sticker']} estimates "
+            f"its reservation value at {p.market_report} {cur}; it is an estimate, not the truth."
+        )
+
+    def secret_numbers(self, params: NegotiationParams) -> list[float]:
+        p = params
+        return [p.reservation_value, *p.base_thresholds, p.anchoring_percent, p.walkoff_price, *p.counteroffers,
+                p.round_cost, p.outside_option]
+
+    def public_numbers(self, params: NegotiationParams) -> list[float]:
+        p = params
+        return [p.deadline, p.levels, p.price_low, p.price_high, p.price_step, 100,
+                *range(1, p.deadline + 1)]
+
+    def probe_allowance(self, params: NegotiationParams) -> int:
+        return 2 * params.deadline + 4
+
+
+register(Negotiation())
