@@ -76,9 +76,11 @@ def cmd_query(args) -> int:
 def cmd_families(args) -> int:
     import mechanisms
 
+    order = list(mechanisms.GROUPS)
     rows = [(m.id, m.version, m.group, f"{m.size_range[0]}-{m.size_range[1]}",
-             f"{m.horizon_range[0]}-{m.horizon_range[1]}", m.summary) for m in mechanisms.families()]
-    columns = ["family", "version", "group", "size", "horizon", "summary"]
+             f"{m.horizon_range[0]}-{m.horizon_range[1]}", " ".join(f"{s}x{h}" for s, h in m.grid()), m.summary)
+            for m in sorted(mechanisms.families(), key=lambda m: (order.index(m.group), m.id))]
+    columns = ["family", "version", "group", "size", "horizon", "grid", "summary"]
     print_rows(columns, rows, fmt=args.format)
     return 0
 
