@@ -1,0 +1,323 @@
+"""sequential_stopping: offers arrive one by one from a known distribution; accept one, pass, or walk away.
+
+One lot is for sale. In each round t = 1..n exactly one offer x_t arrives, drawn independently from the
+same known discrete distribution; the current offer can be accepted (the episode ends) or passed (it is
+gone for good: no recall). Every pass costs ``waiting_cost``. Walking away (``finish``) takes the
+``fallback`` (an outside value, e.g. a clearance buyer) instead; so does running out of offers.
+
+Utility (higher is better):
+- accepting the offer of round t: ``x_t - waiting_cost * (t - 1)``;
+- walking away after p passes: ``fallback - waiting_cost * p`` (p = n after passing every offer).
+
+Parameters (all can be given as data):
+- ``offer_values``: the support of the offer distribution, strictly increasing (known in advance)
+- ``offer_probabilities``: the probability of each support value (positive, summing to 1)
+- ``offers``: the drawn offer of every round, each one of ``offer_values`` (hidden: an agent sees an
+  offer only when its round arrives); its length is the number of rounds n
+- ``waiting_cost``: the cost of one pass (non-negative)
+- ``fallback``: the walk-away value (finite)
+- ``posted_best``: the posted "typical best offer" (a decoy sticker: an exaggerated figure that the
+  default policy trusts; when omitted from data it equals the highest support value)
+
+The knobs: ``size`` is the support size of the offer distribution (2..10 values) and ``horizon`` the
+number of offers n (2..30 rounds).
+
+The reference: u* is the HINDSIGHT CEILING ``max(fallback, max_t (x_t - waiting_cost * (t - 1)))``, the
+best choice knowing every draw; the oracle passes until that round and accepts (or walks away at once).
+The Bellman-optimal ONLINE policy, which knows the distribution and only the offers seen so far, comes
+from exact backward induction: W_{n+1} = fallback, tau_t = max(fallback, W_{t+1} - waiting_cost),
+W_t = E[max(X, tau_t)]; accept the offer of round t iff x_t >= tau_t, otherwise pass if
+W_{t+1} - waiting_cost > fallback and walk away if not. Its thresholds tau_t, the values W_t, its expected
+value W_1 and its utility on the drawn offers are recorded in the solver facts and as the baseline
+``online_optimal``. The default policy trusts the sticker: it accepts the first offer at or above the
+posted typical best offer, and the last offer if none reaches it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from mechanisms.base import ActionError, Mechanism, Solution, require_int
+from mechanisms.registry import register
+from schemas.envspec import Action, ArgSpec, OperationSpec
+
+MAX_SUPPORT = 10
+MAX_ROUNDS = 30
+PROBABILITY_TOLERANCE = 1e-9
+TWENTIETHS = 20  # sampled probabilities are multiples of 1/20
+
+
+class StoppingParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    offer_values: list[float] = Field(min_length=2, max_length=MAX_SUPPORT)
+    offer_probabilities: list[float] = Field(min_length=2, max_length=MAX_SUPPORT)
+    offers: list[float] = Field(min_length=1, max_length=MAX_ROUNDS)
+    waiting_cost: float
+    fallback: float
+    posted_best: float
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_sticker(cls, data: Any) -> Any:
+        if (isinstance(data, dict) and "posted_best" not in data and isinstance(data.get("offer_values"), list)
+                and data["offer_values"]):
+            data = {**data, "posted_best": max(data["offer_values"])}
+        return data
+
+    @model_validator(mode="after")
+    def _check(self) -> StoppingParams:
+        values, probs = self.offer_values, self.offer_probabilities
+        numbers = [*values, *probs, *self.offers, self.waiting_cost, self.fallback, self.posted_best]
+        if not all(math.isfinite(x) for x in numbers):
+            raise ValueError("offer_values, offer_probabilities, offers, waiting_cost, fallback and posted_best "
+                             "must be finite numbers")
+        if len(probs) != len(values):
+            raise ValueError(f"offer_probabilities must have one entry per offer value ({len(values)}), "
+                             f"got {len(probs)}")
+        if any(b <= a for a, b in zip(values, values[1:], strict=False)):
+            raise ValueError("offer_values must be strictly increasing")
+        if min(probs) <= 0:
+            raise ValueError("offer_probabilities must be positive")
+        if abs(sum(probs) - 1.0) > PROBABILITY_TOLERANCE:
+            raise ValueError(f"offer_probabilities must sum to 1, got {sum(probs):.12g}")
+        support = set(values)
+        for t, x in enumerate(self.offers, start=1):
+            if x not in support:
+                raise ValueError(f"offers: the offer of round {t} ({x:g}) is not one of offer_values")
+        if self.waiting_cost < 0:
+            raise ValueError("waiting_cost must be non-negative")
+        return self
+
+    @property
+    def rounds(self) -> int:
+        return len(self.offers)
+
+    @property
+    def support(self) -> int:
+        return len(self.offer_values)
+
+
+def backward_induction(p: StoppingParams) -> tuple[list[float], list[float]]:
+    """Exact expected-value DP: (tau_1..tau_n acceptance thresholds, W_1..W_{n+1} continuation values)."""
+    n = p.rounds
+    values = [0.0] * (n + 2)
+    thresholds = [0.0] * (n + 1)
+    values[n + 1] = p.fallback
+    for t in range(n, 0, -1):
+        tau = max(p.fallback, values[t + 1] - p.waiting_cost)
+        thresholds[t] = tau
+        values[t] = float(sum(q * max(v, tau) for v, q in zip(p.offer_values, p.offer_probabilities, strict=True)))
+    return thresholds[1:], values[1:]
+
+
+def online_policy(p: StoppingParams, offers: list[float] | None = None) -> list[Action]:
+    """The Bellman-optimal online policy played on the given offers (default: the drawn ones)."""
+    offers = p.offers if offers is None else offers
+    thresholds, values = backward_induction(p)
+    actions: list[Action] = []
+    for t, x in enumerate(offers, start=1):
+        if x >= thresholds[t - 1]:
+            actions.append(Action(op="accept_offer"))
+            return actions
+        if t == p.rounds or values[t] - p.waiting_cost <= p.fallback:
+            actions.append(Action(op="finish"))
+            return actions
+        actions.append(Action(op="pass_offer"))
+    actions.append(Action(op="finish"))
+    return actions
+
+
+class SequentialStopping(Mechanism[StoppingParams]):
+    id = "sequential_stopping"
+    version = 1
+    group = "far_ood_structure"
+    summary = "offers arrive one by one from a known distribution; accept one or pass (no recall); optimal stopping"
+    Params = StoppingParams
+    size_range = (2, MAX_SUPPORT)  # support size of the offer distribution
+    horizon_range = (2, MAX_ROUNDS)  # number of offers (rounds)
+    default_size = 5
+    default_horizon = 8
+    difficulty_grid = [(3, 4), (4, 6), (5, 8), (6, 12), (8, 20)]
+    u0_band = (-1.5, 0.95)
+
+    def sample(self, rng: np.random.Generator, size: int, horizon: int) -> StoppingParams:
+        k, n = int(size), int(horizon)
+        base = int(rng.integers(40, 121))
+        values = (base + np.concatenate([[0], np.cumsum(rng.integers(6, 31, k - 1))])).astype(float)
+        spread = float(values[-1] - values[0])
+        # high offers are rare: the weights fall with the value, then the counts of twentieths are drawn
+        weights = rng.dirichlet(np.linspace(2.0, 0.6, k))
+        counts = 1 + rng.multinomial(TWENTIETHS - k, weights) if k < TWENTIETHS else np.ones(k, dtype=int)
+        probs = (counts / TWENTIETHS).tolist()
+        offers = rng.choice(values, size=n, p=np.asarray(probs) / np.sum(probs)).tolist()
+        # waiting every round costs between a fifth and two thirds of the spread in all
+        waiting_cost = float(max(1, round(spread * rng.uniform(0.2, 0.66) / n)))
+        fallback = float(max(0, round(values[0] - spread * rng.uniform(-0.15, 0.4))))
+        # exaggerated: above every possible offer, so the default holds out to the last round
+        posted_best = float(round(values[-1] + spread * rng.uniform(0.04, 0.35)))
+        return StoppingParams(offer_values=values.tolist(), offer_probabilities=probs, offers=offers,
+                              waiting_cost=waiting_cost, fallback=fallback, posted_best=posted_best)
+
+    # --- reference ------------------------------------------------------------------------
+    def solve(self, params: StoppingParams) -> Solution:
+        p = params
+        best_round, best = 0, p.fallback
+        for t, x in enumerate(p.offers, start=1):
+            if x - p.waiting_cost * (t - 1) > best:
+                best_round, best = t, x - p.waiting_cost * (t - 1)
+        if best_round == 0:
+            actions = [Action(op="finish")]
+        else:
+            actions = [Action(op="pass_offer")] * (best_round - 1) + [Action(op="accept_offer")]
+        u_star = self.run(p, actions)
+        thresholds, values = backward_induction(p)
+        online = online_policy(p)
+        facts = {
+            "rounds": p.rounds,
+            "support": p.support,
+            "hindsight_round": best_round,
+            "accept_thresholds": thresholds,
+            "continuation_values": values,
+            "online_expected_value": values[0],
+            "online_utility": self.run(p, online),
+            "online_stop_round": len(online),
+            "ceiling": "hindsight: the best choice knowing every offer",
+        }
+        return Solution(u_star, actions, "hindsight maximum over rounds; backward induction for the online policy",
+                        facts)
+
+    def default_actions(self, params: StoppingParams) -> list[Action]:
+        """Accept the first offer at or above the posted typical best offer, else the last offer."""
+        p = params
+        actions = [Action(op="read_posted_best")]
+        for t, x in enumerate(p.offers, start=1):
+            if x >= p.posted_best or t == p.rounds:
+                actions.append(Action(op="accept_offer"))
+                break
+            actions.append(Action(op="pass_offer"))
+        return actions
+
+    def baseline_actions(self, params: StoppingParams) -> dict[str, list[Action]]:
+        return {"online_optimal": online_policy(params)}
+
+    # --- dynamics -------------------------------------------------------------------------
+    def operations(self, params: StoppingParams) -> list[OperationSpec]:
+        count = {"count": ArgSpec(type="integer", description="number of offers to pass", minimum=1,
+                                  maximum=params.rounds)}
+        return [
+            OperationSpec(name="probe_offer_distribution", kind="probe",
+                          summary="the possible offer values and the probability of each"),
+            OperationSpec(name="probe_waiting_cost", kind="probe", summary="the cost of passing one offer"),
+            OperationSpec(name="probe_fallback", kind="probe", summary="the walk-away value"),
+            OperationSpec(name="read_posted_best", kind="info", summary="the posted typical best offer",
+                          decoy=True),
+            OperationSpec(name="view_offer", kind="info",
+                          summary="the current round, its offer and the waiting cost so far"),
+            OperationSpec(name="view_history", kind="info", summary="the offers passed so far"),
+            OperationSpec(name="view_calendar", kind="info", summary="how many rounds there are and remain"),
+            OperationSpec(name="accept_offer", kind="decision",
+                          summary="accept the current offer; this ends the episode"),
+            OperationSpec(name="pass_offer", kind="clock",
+                          summary="pass the current offer for good and wait for the next one"),
+            OperationSpec(name="skip_offers", kind="clock",
+                          summary="pass several offers in a row, unseen after the current one", args=count),
+            OperationSpec(name="finish", kind="clock", summary="walk away now and take the fallback"),
+        ]
+
+    def initial_state(self, params: StoppingParams) -> dict[str, Any]:
+        return {"round": 1, "passed": [], "accepted": None, "finished": False}
+
+    def _current(self, p: StoppingParams, state: dict[str, Any]) -> dict[str, Any]:
+        t = state["round"]
+        waited = p.waiting_cost * (t - 1)
+        if t > p.rounds:
+            return {"round": None, "offer": None, "offers_left": 0, "waiting_cost_so_far": waited}
+        return {"round": t, "offer": p.offers[t - 1], "offers_left": p.rounds - t, "waiting_cost_so_far": waited}
+
+    def apply(self, params: StoppingParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
+        p, op, args = params, action.op, action.args
+        if op == "probe_offer_distribution":
+            return {"offer_values": list(p.offer_values), "probabilities": list(p.offer_probabilities)}
+        if op == "probe_waiting_cost":
+            return {"waiting_cost_per_pass": p.waiting_cost}
+        if op == "probe_fallback":
+            return {"fallback": p.fallback}
+        if op == "read_posted_best":
+            return {"posted_typical_best_offer": p.posted_best}
+        if op == "view_offer":
+            return self._current(p, state)
+        if op == "view_history":
+            return {"passed_offers": [{"round": t, "offer": p.offers[t - 1]} for t in state["passed"]]}
+        if op == "view_calendar":
+            return {"rounds": p.rounds, "current_round": min(state["round"], p.rounds),
+                    "rounds_left": max(p.rounds - state["round"] + 1, 0)}
+        if op in ("accept_offer", "pass_offer", "skip_offers", "finish") and self.finished(state):
+            raise ActionError("the episode is over")
+        if op == "accept_offer":
+            t = state["round"]
+            state.update(accepted=t, finished=True)
+            return {"accepted_round": t, "offer": p.offers[t - 1], "waiting_cost": p.waiting_cost * (t - 1),
+                    "finished": True}
+        if op == "pass_offer":
+            return self._pass(p, state, 1)
+        if op == "skip_offers":
+            k = require_int(args, "count", 1, p.rounds)
+            left = p.rounds - state["round"] + 1
+            if k > left:
+                raise ActionError(f"only {left} offer(s) remain, cannot pass {k}")
+            return self._pass(p, state, k)
+        if op == "finish":
+            state["finished"] = True
+            return {"walked_away": True, "fallback": p.fallback,
+                    "waiting_cost": p.waiting_cost * (state["round"] - 1), "finished": True}
+        raise ActionError(f"unknown operation {op!r}")
+
+    def _pass(self, p: StoppingParams, state: dict[str, Any], k: int) -> dict[str, Any]:
+        t = state["round"]
+        state["passed"] = [*state["passed"], *range(t, t + k)]
+        state["round"] = t + k
+        if state["round"] > p.rounds:
+            state["finished"] = True
+            return {"passed": k, "offers_left": 0, "walked_away": True, "fallback": p.fallback,
+                    "waiting_cost": p.waiting_cost * p.rounds, "finished": True}
+        return {"passed": k, **self._current(p, state)}
+
+    def utility(self, params: StoppingParams, state: dict[str, Any]) -> float:
+        p = params
+        if state["accepted"] is not None:
+            t = state["accepted"]
+            return float(p.offers[t - 1] - p.waiting_cost * (t - 1))
+        return float(p.fallback - p.waiting_cost * (state["round"] - 1))
+
+    # --- rendering facts ------------------------------------------------------------------
+    def describe(self, params: StoppingParams, vocab: dict[str, str]) -> str:
+        p, v = params, vocab
+        odds = "; ".join(f"{x:g} {v['currency']} with probability {q:g}"
+                         for x, q in zip(p.offer_values, p.offer_probabilities, strict=True))
+        return (
+            f"One {v['deal']} is to be placed. Over {p.rounds} {v['period']}s exactly one {v['offer']} arrives "
+            f"per {v['period']}, each drawn independently from the same distribution: {odds}. Each {v['offer']} "
+            f"is seen only when its {v['period']} arrives. Accept the current {v['offer']} (this ends the "
+            f"episode) or pass it for good (no recall); every pass costs {p.waiting_cost:g} {v['currency']} of "
+            f"waiting. Walking away, or passing every {v['offer']}, leaves the fallback of {p.fallback:g} "
+            f"{v['currency']} minus the waiting costs. Accepting the {v['offer']} of {v['period']} t yields its "
+            f"value minus {p.waiting_cost:g} x (t - 1). The {v['sticker']} posts a typical best {v['offer']} of "
+            f"{p.posted_best:g} {v['currency']}; it is not a promise."
+        )
+
+    def secret_numbers(self, params: StoppingParams) -> list[float]:
+        p = params
+        return [*p.offer_values, *p.offer_probabilities, *p.offers, p.waiting_cost, p.fallback]
+
+    def public_numbers(self, params: StoppingParams) -> list[float]:
+        return [params.rounds, params.support, *range(1, params.rounds + 1)]
+
+    def probe_allowance(self, params: StoppingParams) -> int:
+        return 5  # the three probes, the calendar and a first look at the current offer
+
+
+register(SequentialStopping())

@@ -1,0 +1,373 @@
+"""sequential_stopping: the backward-induction thresholds against brute force over every online policy,
+the hindsight ceiling against every policy on every draw, data form, refusals, policies, rendering."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import time
+
+import numpy as np
+import pytest
+
+import mechanisms
+from mechanisms.base import ActionError
+from mechanisms.sequential_stopping import StoppingParams, backward_induction, online_policy
+from schemas.envspec import Action
+from setter.corpus import VOCAB_KEYS
+
+M = mechanisms.get("sequential_stopping")
+VOCAB = {k: k for k in VOCAB_KEYS}
+ACCEPT, PASS, WALK = 0, 1, 2
+
+
+def _sample(i: int, size: int | None = None, horizon: int | None = None) -> StoppingParams:
+    return M.sample(np.random.default_rng([17, i]), size or M.default_size, horizon or M.default_horizon)
+
+
+def _with_offers(p: StoppingParams, offers) -> StoppingParams:
+    return M.params_from_data({**p.model_dump(), "offers": [float(x) for x in offers]})
+
+
+def _sequences(p: StoppingParams, n: int):
+    """Every offer sequence of length n (as support indices) and its probability."""
+    for seq in itertools.product(range(p.support), repeat=n):
+        yield seq, float(np.prod([p.offer_probabilities[i] for i in seq]))
+
+
+def _every_policy(p: StoppingParams, n: int, last_pass: bool = True):
+    """Payoffs of every deterministic online policy on every offer sequence of length n.
+
+    A policy maps each observed history (x_1..x_t) to accept, pass or walk away; with last_pass=False a pass
+    in the last round (dominated by walking away, since waiting costs are non-negative) is left out.
+    Returns (sequences, probabilities, payoff matrix sequences x policies).
+    """
+    histories = [h for t in range(1, n + 1) for h in itertools.product(range(p.support), repeat=t)]
+    index = {h: i for i, h in enumerate(histories)}
+    radices = [3 if len(h) < n or last_pass else 2 for h in histories]
+    total = int(np.prod(radices))
+    codes = np.arange(total)
+    policies = np.empty((total, len(histories)), dtype=np.int8)
+    for j, radix in enumerate(radices):
+        codes, digit = np.divmod(codes, radix)
+        policies[:, j] = np.where((radix == 2) & (digit == 1), WALK, digit)
+    c, fb = p.waiting_cost, p.fallback
+    seqs, probs, payoffs = [], [], []
+    for seq, prob in _sequences(p, n):
+        payoff = np.full(total, fb - c * n)
+        alive = np.ones(total, dtype=bool)
+        for t in range(1, n + 1):
+            action = policies[:, index[seq[:t]]]
+            payoff[alive & (action == ACCEPT)] = p.offer_values[seq[t - 1]] - c * (t - 1)
+            payoff[alive & (action == WALK)] = fb - c * (t - 1)
+            alive &= action == PASS
+        seqs.append(seq)
+        probs.append(prob)
+        payoffs.append(payoff)
+    return seqs, np.asarray(probs), np.asarray(payoffs)
+
+
+def _tree_value(p: StoppingParams, t: int) -> float:
+    """Expectimax over the history tree from the start of round t (no Markov shortcut: every history)."""
+    n, c = p.rounds, p.waiting_cost
+
+    def node(round_: int) -> float:  # value (ignoring sunk costs) before seeing the offer of round_
+        if round_ > n:
+            return p.fallback
+        cont = node(round_ + 1) - c
+        return sum(q * max(x, p.fallback, cont) for x, q in zip(p.offer_values, p.offer_probabilities, strict=True))
+
+    return node(t)
+
+
+def _expected_online(p: StoppingParams) -> float:
+    """The recorded online policy played on every possible draw through the dynamics, weighted."""
+    total = 0.0
+    for seq, prob in _sequences(p, p.rounds):
+        q = _with_offers(p, [p.offer_values[i] for i in seq])
+        total += prob * M.run(q, M.baseline_actions(q)["online_optimal"])
+    return total
+
+
+TINY = [(2, 2, True), (3, 2, True), (2, 3, False), (3, 1, True)]
+
+
+@pytest.mark.parametrize("k, n, last_pass", TINY)
+@pytest.mark.parametrize("i", range(4))
+def test_thresholds_equal_brute_force_over_every_online_policy(k, n, last_pass, i):
+    p = M.sample(np.random.default_rng([18, k, n, i]), k, max(n, 2))
+    p = _with_offers(p, p.offers[:n])
+    thresholds, values = backward_induction(p)
+    _, probs, payoffs = _every_policy(p, n, last_pass)
+    best = float(np.max(probs @ payoffs))
+    assert best == pytest.approx(values[0], abs=1e-9)
+    # the threshold policy attains the maximum over all deterministic online policies
+    assert _expected_online(p) == pytest.approx(best, abs=1e-9)
+    # every threshold is the walk-away value or the brute-force value of continuing one round later
+    for t in range(1, n + 1):
+        rest = n - t
+        if rest == 0:
+            cont = p.fallback
+        else:
+            _, sub_probs, sub_payoffs = _every_policy(_with_offers(p, p.offers[:rest]), rest, last_pass)
+            cont = float(np.max(sub_probs @ sub_payoffs))
+        assert values[t] == pytest.approx(cont, abs=1e-9)
+        assert thresholds[t - 1] == pytest.approx(max(p.fallback, cont - p.waiting_cost), abs=1e-9)
+
+
+@pytest.mark.parametrize("k, n, last_pass", TINY)
+@pytest.mark.parametrize("i", range(3))
+def test_the_hindsight_ceiling_bounds_every_policy_on_every_draw(k, n, last_pass, i):
+    p = M.sample(np.random.default_rng([19, k, n, i]), k, max(n, 2))
+    p = _with_offers(p, p.offers[:n])
+    seqs, _, payoffs = _every_policy(p, n, last_pass)
+    for seq, row in zip(seqs, payoffs, strict=True):
+        q = _with_offers(p, [p.offer_values[j] for j in seq])
+        solution = M.solve(q)
+        assert np.all(row <= solution.u_star + 1e-9)
+        assert float(np.max(row)) == pytest.approx(solution.u_star, abs=1e-9)  # some policy reaches it
+        assert M.run(q, solution.optimal_actions) == solution.u_star
+
+
+@pytest.mark.parametrize("knobs", [(3, 4), (4, 5), (2, 8), (5, 4)])
+def test_backward_induction_matches_the_history_tree_and_the_played_policy(knobs):
+    for i in range(3):
+        p = _sample(300 + i, *knobs)
+        thresholds, values = backward_induction(p)
+        for t in range(1, p.rounds + 2):
+            assert values[t - 1] == pytest.approx(_tree_value(p, t), abs=1e-9)
+        assert all(a >= b - 1e-12 for a, b in zip(thresholds, thresholds[1:], strict=False))  # falling over time
+        assert thresholds[-1] == p.fallback
+        assert _expected_online(p) == pytest.approx(values[0], abs=1e-9)
+
+
+def test_solver_facts_and_baseline():
+    for i in range(10):
+        p = _sample(i)
+        o = M.outcome(p)
+        facts = o.solution.facts
+        thresholds, values = backward_induction(p)
+        assert facts["accept_thresholds"] == thresholds and facts["continuation_values"] == values
+        assert facts["online_expected_value"] == values[0]
+        assert facts["online_utility"] == o.baselines["online_optimal"]
+        assert o.baselines["online_optimal"] <= o.solution.u_star
+        assert len(facts["accept_thresholds"]) == p.rounds
+        json.dumps(facts)
+        hindsight = facts["hindsight_round"]
+        expected = p.fallback if hindsight == 0 else p.offers[hindsight - 1] - p.waiting_cost * (hindsight - 1)
+        assert o.solution.u_star == expected
+        assert o.u_idle == p.fallback
+
+
+def test_online_policy_accepts_at_the_threshold_and_walks_when_waiting_does_not_pay():
+    p = M.params_from_data({"offer_values": [10, 20], "offer_probabilities": [0.5, 0.5], "offers": [10, 10, 20],
+                            "waiting_cost": 1, "fallback": 0})
+    thresholds, values = backward_induction(p)
+    assert values == [18.0, 17.0, 15.0, 0.0]
+    assert thresholds == [16.0, 14.0, 0.0]
+    assert online_policy(p) == [Action(op="pass_offer"), Action(op="pass_offer"), Action(op="accept_offer")]
+    assert M.run(p, online_policy(p)) == 18.0
+    # waiting does not pay against a fallback of 19: walk away below the threshold, accept at or above it
+    w = M.params_from_data({**p.model_dump(), "fallback": 19})
+    assert backward_induction(w) == ([19.0, 19.0, 19.0], [19.5, 19.5, 19.5, 19.0])
+    assert online_policy(w) == [Action(op="finish")] and M.run(w, online_policy(w)) == 19.0
+    w = _with_offers(w, [20, 10, 10])
+    assert online_policy(w) == [Action(op="accept_offer")] and M.run(w, online_policy(w)) == 20.0
+    # a fallback above every offer: walk away at once
+    q = M.params_from_data({**p.model_dump(), "fallback": 25})
+    assert online_policy(q) == [Action(op="finish")] and M.solve(q).optimal_actions == [Action(op="finish")]
+    assert M.solve(q).u_star == 25.0
+    # waiting is free and the top offer comes last: the ceiling takes it
+    r = M.params_from_data({**p.model_dump(), "waiting_cost": 0})
+    assert M.solve(r).u_star == 20.0 and M.solve(r).facts["hindsight_round"] == 3
+
+
+def test_same_seed_and_data_round_trip():
+    for i in range(5):
+        assert _sample(i) == _sample(i)
+        assert M.params_from_data(_sample(i).model_dump()) == _sample(i)
+        assert M.params_from_data(json.loads(json.dumps(_sample(i).model_dump()))) == _sample(i)
+    assert _sample(0) != _sample(1)
+    p = M.params_from_data({"offer_values": [1, 2], "offer_probabilities": [0.5, 0.5], "offers": [1],
+                            "waiting_cost": 0, "fallback": 0})
+    assert p.posted_best == 2.0
+
+
+@pytest.mark.parametrize("knobs", [*M.difficulty_grid, M.size_range, M.horizon_range, (10, 30), (2, 2)])
+def test_sampling_is_valid_across_the_knobs(knobs):
+    size, horizon = knobs
+    for i in range(5):
+        p = _sample(50 + i, size, horizon)
+        assert p.support == size and p.rounds == horizon
+        assert p.posted_best > max(p.offer_values)  # the sticker is exaggerated
+        assert p.waiting_cost >= 1 and p.fallback >= 0
+        assert M.run(p, M.solve(p).optimal_actions) == M.solve(p).u_star
+
+
+def test_contract_shape():
+    p = _sample(0)
+    ops = M.operations(p)
+    assert len(ops) >= 10 and {op.kind for op in ops} == {"probe", "info", "decision", "clock"}
+    assert [op.name for op in ops if op.decoy] == ["read_posted_best"]
+    assert "finish" in {op.name for op in ops} and len({op.name for op in ops}) == len(ops)
+    for op in ops:
+        for arg in op.args.values():
+            assert arg.type == "integer" and arg.minimum == 1 and arg.maximum == p.rounds
+    assert M.group == "far_ood_structure" and M.version == 1
+    assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
+               for s, h in M.difficulty_grid)
+    assert 3 <= len(M.difficulty_grid) <= 6
+    json.dumps(M.initial_state(p))
+
+
+def test_describe_states_the_known_instance_but_not_the_draws():
+    p = M.params_from_data({"offer_values": [101, 133, 177], "offer_probabilities": [0.55, 0.3, 0.15],
+                            "offers": [133, 177, 101, 101], "waiting_cost": 7, "fallback": 61, "posted_best": 190})
+    text = M.describe(p, VOCAB)
+    for number in ("101", "133", "177", "0.55", "0.3", "0.15", " 7 ", "61", "190", "4 periods"):
+        assert number in text
+    assert "seen only when" in text
+    assert set(M.secret_numbers(p)) >= {101, 133, 177, 0.55, 7, 61}
+    assert 4 in M.public_numbers(p) and 3 in M.public_numbers(p)
+
+
+def test_probes_reveal_the_distribution_and_costs_never_a_future_offer():
+    p = M.params_from_data({"offer_values": [101, 133, 177, 205], "offer_probabilities": [0.4, 0.3, 0.2, 0.1],
+                            "offers": [101, 205, 177, 133], "waiting_cost": 7, "fallback": 61, "posted_best": 250})
+    state = M.initial_state(p)
+    for op in M.operations(p):
+        if op.kind in ("probe", "info") and not op.args:
+            reply = M.apply(p, state, Action(op=op.name))
+            if op.name != "probe_offer_distribution":
+                assert "205" not in json.dumps(reply)
+    assert M.apply(p, state, Action(op="view_offer"))["offer"] == 101
+    assert M.apply(p, state, Action(op="view_history")) == {"passed_offers": []}
+    reply = M.apply(p, state, Action(op="pass_offer"))
+    assert reply["offer"] == 205 and reply["waiting_cost_so_far"] == 7
+    assert M.apply(p, state, Action(op="view_history")) == {"passed_offers": [{"round": 1, "offer": 101.0}]}
+
+
+def test_default_trusts_the_sticker():
+    p = M.params_from_data({"offer_values": [10, 20, 30], "offer_probabilities": [0.5, 0.3, 0.2],
+                            "offers": [20, 30, 10, 20], "waiting_cost": 1, "fallback": 5, "posted_best": 35})
+    actions = M.default_actions(p)
+    assert actions[0] == Action(op="read_posted_best")
+    assert [a.op for a in actions[1:]] == ["pass_offer"] * 3 + ["accept_offer"]
+    assert M.run(p, actions) == 17.0 and M.solve(p).u_star == 29.0
+    q = M.params_from_data({**p.model_dump(), "posted_best": 25})
+    assert [a.op for a in M.default_actions(q)[1:]] == ["pass_offer", "accept_offer"]
+    assert not any(M.operation(p, a.op).kind == "probe" for a in actions)
+
+
+def test_default_is_below_the_ceiling_and_inside_the_band():
+    low, high = M.u0_band
+    inside = 0
+    for i in range(100):
+        o = M.outcome(_sample(i))
+        u_star = o.solution.u_star
+        assert u_star > o.u_idle and o.u0 <= u_star
+        g = (o.u0 - o.u_idle) / (u_star - o.u_idle)
+        inside += low <= g <= high and o.u0 < u_star
+    assert inside >= 88
+
+
+def test_passing_every_offer_walks_away_with_the_fallback_minus_costs():
+    p = _sample(4)
+    state = M.initial_state(p)
+    M.apply(p, state, Action(op="skip_offers", args={"count": p.rounds - 1}))
+    assert not M.finished(state) and state["round"] == p.rounds
+    reply = M.apply(p, state, Action(op="pass_offer"))
+    assert reply["finished"] and M.finished(state)
+    assert M.utility(p, state) == p.fallback - p.waiting_cost * p.rounds
+    state = M.initial_state(p)
+    M.apply(p, state, Action(op="skip_offers", args={"count": 2}))
+    M.apply(p, state, Action(op="finish"))
+    assert M.utility(p, state) == p.fallback - 2 * p.waiting_cost
+
+
+def test_invalid_actions_raise_and_leave_the_state_unchanged():
+    p = _sample(2)
+    fresh, late, done = M.initial_state(p), M.initial_state(p), M.initial_state(p)
+    M.apply(p, late, Action(op="skip_offers", args={"count": p.rounds - 2}))
+    M.apply(p, done, Action(op="accept_offer"))
+    bad = [Action(op="no_such_op"), Action(op="skip_offers"), Action(op="skip_offers", args={"count": 0}),
+           Action(op="skip_offers", args={"count": p.rounds + 1}), Action(op="skip_offers", args={"count": "2"}),
+           Action(op="skip_offers", args={"count": 1.5}), Action(op="skip_offers", args={"count": True}),
+           Action(op="skip_offers", args={"count": float("nan")}),
+           Action(op="skip_offers", args={"count": float("inf")})]
+    for state in (fresh, late, done):
+        for action in [*bad, *([Action(op="skip_offers", args={"count": 3})] if state is late else [])]:
+            before = copy.deepcopy(state)
+            with pytest.raises(ActionError):
+                M.apply(p, state, action)
+            assert state == before
+    for op in ("accept_offer", "pass_offer", "finish"):
+        before = copy.deepcopy(done)
+        with pytest.raises(ActionError, match="over"):
+            M.apply(p, done, Action(op=op))
+        assert done == before
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"offer_values": [1, 2], "offer_probabilities": [0.3, 0.3, 0.4], "offers": [1], "waiting_cost": 0,
+      "fallback": 0},
+     "offer_probabilities must have one entry"),
+    ({"offer_values": [2, 1], "offer_probabilities": [0.5, 0.5], "offers": [1], "waiting_cost": 0, "fallback": 0},
+     "strictly increasing"),
+    ({"offer_values": [1, 1], "offer_probabilities": [0.5, 0.5], "offers": [1], "waiting_cost": 0, "fallback": 0},
+     "strictly increasing"),
+    ({"offer_values": [1, 2], "offer_probabilities": [0.5, 0.6], "offers": [1], "waiting_cost": 0, "fallback": 0},
+     "sum to 1"),
+    ({"offer_values": [1, 2], "offer_probabilities": [1.0, 0.0], "offers": [1], "waiting_cost": 0, "fallback": 0},
+     "positive"),
+    ({"offer_values": [1, 2], "offer_probabilities": [0.5, 0.5], "offers": [3], "waiting_cost": 0, "fallback": 0},
+     "round 1"),
+    ({"offer_values": [1, 2], "offer_probabilities": [0.5, 0.5], "offers": [], "waiting_cost": 0, "fallback": 0},
+     "offers"),
+    ({"offer_values": [1, 2], "offer_probabilities": [0.5, 0.5], "offers": [1], "waiting_cost": -1, "fallback": 0},
+     "waiting_cost must be non-negative"),
+    ({"offer_values": [1, 2], "offer_probabilities": [0.5, 0.5], "offers": [1], "waiting_cost": 0,
+      "fallback": float("inf")}, "finite"),
+    ({"offer_values": [1, 2], "offer_probabilities": [0.5, 0.5], "offers": [1], "waiting_cost": 0, "fallback": 0,
+      "colour": "red"}, "colour"),
+    ({"offer_values": [1], "offer_probabilities": [1.0], "offers": [1], "waiting_cost": 0, "fallback": 0},
+     "offer_values"),
+    ({"offer_values": [1, 2], "offer_probabilities": [0.5, 0.5], "offers": [1] * 31, "waiting_cost": 0,
+      "fallback": 0}, "offers"),
+])
+def test_params_from_data_rejects_bad_data(data, message):
+    with pytest.raises(ValueError, match=message):
+        M.params_from_data(data)
+
+
+def test_random_actions_raise_nothing_but_action_error_and_stay_below_the_ceiling():
+    rng = np.random.default_rng(3)
+    p = _sample(5)
+    ops = M.operations(p)
+    u_star = M.solve(p).u_star
+    state = M.initial_state(p)
+    errors = 0
+    for _ in range(1000):
+        if M.finished(state) and rng.random() < 0.5:
+            state = M.initial_state(p)
+        op = ops[int(rng.integers(len(ops)))]
+        args = {name: [int(rng.integers(-1, p.rounds + 2)), "x", None, 2.5][int(rng.integers(4))]
+                for name in op.args}
+        before = copy.deepcopy(state)
+        try:
+            json.dumps(M.apply(p, state, Action(op=op.name, args=args)))
+        except ActionError:
+            errors += 1
+            assert state == before
+        assert M.utility(p, state) <= u_star + 1e-9
+    assert 0 < errors < 1000
+
+
+def test_solve_is_fast_across_the_grid():
+    for size, horizon in [*M.difficulty_grid, (10, 30)]:
+        p = _sample(7, size, horizon)
+        start = time.perf_counter()
+        for _ in range(10):
+            M.solve(p)
+        assert (time.perf_counter() - start) / 10 < 0.05
