@@ -31,6 +31,11 @@ Parameters (the data form; all integers unless stated):
 - ``market_report``: the posted "market report" estimate of the counterpart's reservation value (a decoy:
   biased; the default policy trusts it)
 
+The sampler draws the grid span (80-400) and the step from ``size``, a reservation value in the upper part
+of the grid, concave concessions (base thresholds rising towards the reservation value), plain counteroffers a
+little below the base thresholds (now and then one generous later counteroffer), a market report off by 5-30%
+of the span either way, and redraws the report while the default policy would already be optimal.
+
 Knobs: ``size`` is the price-grid resolution, the number of ask levels on the grid (5..61); ``horizon`` is the
 deadline T in rounds (2..12).
 Solved exactly by backward recursion over the states (round, lowest earlier ask on the grid or none); the

@@ -1,0 +1,347 @@
+"""negotiation: the anchoring rule, exactness against enumeration through the dynamics, data, refusals, policies."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import time
+
+import numpy as np
+import pytest
+
+import mechanisms
+from envs.admission import admit, hidden_leaks
+from mechanisms.base import ActionError
+from mechanisms.negotiation import NegotiationParams, threshold
+from schemas.envspec import Action
+from setter.corpus import VOCAB_KEYS
+from tests.mechanisms.references.negotiation import reference
+from tests.support import make_spec
+
+M = mechanisms.get("negotiation")
+VOCAB = {k: k for k in VOCAB_KEYS}
+
+# A hand-made instance: asking the top of the grid first anchors the counterpart high.
+DATA = {
+    "reservation_value": 150,
+    "base_thresholds": [100, 120, 130],
+    "anchoring_percent": 50,
+    "walkoff_price": 170,
+    "counteroffers": [90, 110, 125],
+    "deadline": 3,
+    "round_cost": 5.0,
+    "outside_option": 60.0,
+    "price_low": 80,
+    "price_high": 180,
+    "price_step": 10,
+    "market_report": 110,
+}
+
+
+def _sample(i: int, size: int | None = None, horizon: int | None = None) -> NegotiationParams:
+    return M.sample(np.random.default_rng([17, i]), size or M.default_size, horizon or M.default_horizon)
+
+
+def _choices(p: NegotiationParams) -> list[Action]:
+    return [Action(op="walk_away"), Action(op="accept_counteroffer"), Action(op="wait_round"),
+            *(Action(op="make_ask", args={"price": price}) for price in p.grid)]
+
+
+def _enumerate_through_dynamics(p: NegotiationParams, start: dict | None = None) -> float:
+    """The best utility over every choice sequence, played through ``apply`` on copies of the state."""
+    best = -np.inf
+    stack = [start or M.initial_state(p)]
+    while stack:
+        state = stack.pop()
+        if state["finished"]:
+            best = max(best, M.utility(p, state))
+            continue
+        for action in _choices(p):
+            child = copy.deepcopy(state)
+            M.apply(p, child, action)
+            stack.append(child)
+    return float(best)
+
+
+def test_same_seed_gives_the_same_params_and_the_data_form_round_trips():
+    for i in range(5):
+        a, b = _sample(i), _sample(i)
+        assert a == b
+        assert M.params_from_data(json.loads(json.dumps(a.model_dump()))) == a
+    assert _sample(0) != _sample(1)
+
+
+@pytest.mark.parametrize("knobs", [(5, 2), (11, 4), (21, 6), (41, 10), (61, 12)])
+def test_sampled_instances_respect_the_knobs(knobs):
+    for i in range(5):
+        p = _sample(300 + i, *knobs)
+        assert p.levels == knobs[0] and p.deadline == knobs[1]
+        assert len(p.base_thresholds) == len(p.counteroffers) == knobs[1]
+        assert p.price_low <= min(p.base_thresholds) and p.reservation_value < p.price_high
+        assert M.solve(p).u_star > p.outside_option
+
+
+def test_contract_shape():
+    p = _sample(0)
+    ops = M.operations(p)
+    kinds = {op.kind for op in ops}
+    assert len(ops) >= 10 and kinds == {"probe", "info", "decision", "clock"}
+    assert [op.name for op in ops if op.decoy] == ["read_market_report"]
+    assert "finish" in {op.name for op in ops} and len({op.name for op in ops}) == len(ops)
+    for op in ops:
+        for arg in op.args.values():
+            assert arg.type == "integer" and arg.minimum is not None and arg.maximum is not None
+    assert M.group == "trained" and M.version == 1
+    assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
+               for s, h in M.difficulty_grid)
+    assert M.probe_allowance(p) == 2 * p.deadline + 4
+    json.dumps(M.initial_state(p))
+
+
+def test_the_anchoring_rule():
+    p = M.params_from_data(DATA)
+    assert threshold(p, 1, None) == 100  # no ask yet: the base threshold
+    assert threshold(p, 2, 170) == 145  # (120 * 50 + 170 * 50) // 100
+    assert threshold(p, 3, 180) == 150  # capped at the reservation value
+    assert threshold(p, 2, 80) == 100  # a low ask pulls the threshold below the base
+    q = M.params_from_data({**DATA, "anchoring_percent": 33})
+    assert threshold(q, 2, 170) == (120 * 67 + 170 * 33) // 100
+
+
+def test_hand_made_instance_needs_an_anchor_first():
+    p = M.params_from_data(DATA)
+    solution = M.solve(p)
+    # anchor at 170 (the highest ask that does not make it break off) in round 1 or 2, then ask in round 3:
+    # (130 * 50 + 170 * 50) // 100 = 150 -> 150 - 3 * 5 = 135; asking (120 + 170) // 2 = 145 -> 140 in round 2
+    # gives 140 - 10 = 130; taking no anchor at best 130 - 15 (round 3) or 100 - 5 (round 1)
+    asks = [a.args["price"] for a in solution.optimal_actions if a.op == "make_ask"]
+    assert asks == [170, 150]
+    assert solution.u_star == 135.0
+    assert M.run(p, solution.optimal_actions) == solution.u_star
+    assert solution.u_star == pytest.approx(_enumerate_through_dynamics(p))
+    # an early low ask cannot be undone: after asking 110 in round 1 the best left is the round-3
+    # counteroffer, 125 - 15 = 110 (asks reach at most (120 + 110) // 2 = 115 -> 110 - 10 or 120 - 15)
+    state = M.initial_state(p)
+    M.apply(p, state, Action(op="make_ask", args={"price": 110}))
+    assert state["anchor"] == 110 and not state["finished"]
+    assert _enumerate_through_dynamics(p, state) == 110.0
+
+
+def test_an_ask_above_the_walkoff_price_ends_the_negotiation():
+    p = M.params_from_data(DATA)
+    state = M.initial_state(p)
+    reply = M.apply(p, state, Action(op="make_ask", args={"price": 180}))
+    assert state["finished"] and state["status"] == "broken off" and reply["deal"] is False
+    assert M.utility(p, state) == 60.0 - 5.0
+
+
+@pytest.mark.parametrize("i", range(25))
+def test_solver_matches_enumeration_through_the_dynamics(i):
+    rng = np.random.default_rng([18, i])
+    p = M.sample(rng, int(rng.integers(5, 7)), int(rng.integers(2, 4)))
+    solution = M.solve(p)
+    assert solution.u_star == pytest.approx(_enumerate_through_dynamics(p), abs=1e-9)
+    assert M.run(p, solution.optimal_actions) == pytest.approx(solution.u_star, abs=1e-12)
+
+
+@pytest.mark.parametrize("i", range(20))
+def test_solver_matches_the_independent_reference_on_more_instances(i):
+    rng = np.random.default_rng([19, i])
+    p = M.sample(rng, int(rng.integers(5, 8)), int(rng.integers(2, 5)))
+    assert M.solve(p).u_star == pytest.approx(reference(M, p), abs=1e-9)
+
+
+@pytest.mark.parametrize("change", [
+    {"anchoring_percent": 0}, {"anchoring_percent": 100}, {"walkoff_price": 150}, {"round_cost": 0.0},
+    {"round_cost": 40.0}, {"outside_option": 200.0}, {"counteroffers": [150, 0, 0]},
+    {"deadline": 1, "base_thresholds": [100], "counteroffers": [95]}, {"price_low": 0, "price_step": 45},
+    {"round_cost": 2.5, "outside_option": 0.0},
+])
+def test_edge_cases_match_enumeration(change):
+    p = M.params_from_data({**DATA, **change})
+    solution = M.solve(p)
+    assert solution.u_star == pytest.approx(_enumerate_through_dynamics(p), abs=1e-9)
+    assert solution.u_star == pytest.approx(reference(M, p), abs=1e-9)
+    assert M.run(p, solution.optimal_actions) == pytest.approx(solution.u_star, abs=1e-12)
+
+
+def test_edge_case_outcomes():
+    assert M.solve(M.params_from_data({**DATA, "outside_option": 200.0})).optimal_actions == [Action(op="finish")]
+    generous = M.solve(M.params_from_data({**DATA, "counteroffers": [150, 0, 0]}))
+    assert generous.optimal_actions == [Action(op="accept_counteroffer")] and generous.u_star == 145.0
+    flat = M.solve(M.params_from_data({**DATA, "anchoring_percent": 0, "round_cost": 0.0}))
+    assert flat.u_star == 130.0  # no anchoring and free rounds: wait for the last base threshold
+
+
+@pytest.mark.parametrize("knobs", M.difficulty_grid)
+def test_replay_of_optimal_actions_gives_u_star_and_the_solver_is_fast(knobs):
+    for i in range(5):
+        p = _sample(100 + i, *knobs)
+        start = time.perf_counter()
+        solution = M.solve(p)
+        assert time.perf_counter() - start < 0.25
+        assert M.run(p, solution.optimal_actions) == solution.u_star
+        assert solution.facts["states"] == p.deadline * (p.levels + 1)
+
+
+def test_the_default_trusts_the_report_and_sits_inside_the_band():
+    low, high = M.u0_band
+    inside = 0
+    for i in range(100):
+        p = _sample(i)
+        o = M.outcome(p)
+        assert o.u_idle == p.outside_option and o.solution.u_star > o.u_idle
+        actions = o.default_actions
+        assert actions[0].op == "read_market_report"
+        assert all(a.op == "make_ask" for a in actions[1:])
+        assert actions[1].args["price"] == M._snap(p, p.market_report)
+        prices = [a.args["price"] for a in actions[1:]]
+        assert prices == sorted(prices, reverse=True)
+        g = (o.u0 - o.u_idle) / (o.solution.u_star - o.u_idle)
+        inside += low <= g <= high and o.u0 < o.solution.u_star
+    assert inside >= 90
+
+
+def _open_state(p: NegotiationParams) -> dict:
+    """A state after one rejected ask: the highest grid price at or below the walk-off price."""
+    state = M.initial_state(p)
+    M.apply(p, state, Action(op="make_ask", args={"price": max(g for g in p.grid if g <= p.walkoff_price)}))
+    assert not state["finished"] and state["round"] == 2
+    return state
+
+
+def test_invalid_actions_raise_and_leave_the_state_unchanged():
+    p = M.params_from_data(DATA)
+    bad = [Action(op="no_such_op"), Action(op="make_ask"), Action(op="make_ask", args={"price": 85}),
+           Action(op="make_ask", args={"price": 70}), Action(op="make_ask", args={"price": 190}),
+           Action(op="make_ask", args={"price": "100"}), Action(op="make_ask", args={"price": 100.5}),
+           Action(op="make_ask", args={"price": True}), Action(op="make_ask", args={"price": float("nan")}),
+           Action(op="make_ask", args={"price": float("inf")}), Action(op="probe_concession_rule"),
+           Action(op="probe_concession_rule", args={"round": 0}),
+           Action(op="probe_counteroffer", args={"round": 4}), Action(op="probe_counteroffer", args={"round": None})]
+    fresh, anchored = M.initial_state(p), _open_state(p)
+    done = M.initial_state(p)
+    M.apply(p, done, Action(op="accept_counteroffer"))
+    for state in (fresh, anchored, done):
+        for action in bad:
+            before = copy.deepcopy(state)
+            with pytest.raises(ActionError):
+                M.apply(p, state, action)
+            assert state == before
+    for action in (Action(op="make_ask", args={"price": 100}), Action(op="accept_counteroffer"),
+                   Action(op="wait_round")):
+        before = copy.deepcopy(done)
+        with pytest.raises(ActionError, match="over"):
+            M.apply(p, done, action)
+        assert done == before
+
+
+def test_probes_and_infos_do_not_change_the_state():
+    p = _sample(4)
+    state = _open_state(p)
+    before = copy.deepcopy(state)
+    for op in M.operations(p):
+        if op.kind in ("probe", "info"):
+            reply = M.apply(p, state, Action(op=op.name, args={name: 1 for name in op.args}))
+            json.dumps(reply)
+    assert state == before
+    assert M.apply(p, state, Action(op="probe_reservation_value")) == {"reservation_value": p.reservation_value}
+    assert M.apply(p, state, Action(op="read_market_report")) == {"market_report_estimate": p.market_report}
+    status = M.apply(p, state, Action(op="check_status"))
+    assert status["round"] == 2 and status["lowest_ask_so_far"] == state["anchor"]
+    assert status["counteroffer_on_the_table"] == p.counteroffers[1]
+
+
+def test_the_deadline_passes_with_the_outside_option_minus_all_costs():
+    p = M.params_from_data(DATA)
+    state = M.initial_state(p)
+    for _ in range(3):
+        M.apply(p, state, Action(op="wait_round"))
+    assert state["finished"] and state["status"] == "deadline passed"
+    assert M.utility(p, state) == 60.0 - 15.0
+    walked = M.initial_state(p)
+    M.apply(p, walked, Action(op="wait_round"))
+    M.apply(p, walked, Action(op="walk_away"))
+    assert walked["finished"] and M.utility(p, walked) == 55.0
+    assert M.run(p, M.idle_actions(p)) == 60.0
+
+
+@pytest.mark.parametrize("data, message", [
+    ({**DATA, "base_thresholds": [100, 120]}, "base_thresholds must have one entry"),
+    ({**DATA, "counteroffers": [1, 2, 3, 4]}, "counteroffers must have one entry"),
+    ({**DATA, "base_thresholds": [100, 120, 160]}, "base_thresholds must lie"),
+    ({**DATA, "counteroffers": [100, -1, 20]}, "counteroffers must lie"),
+    ({**DATA, "counteroffers": [100, 151, 20]}, "counteroffers must lie"),
+    ({**DATA, "walkoff_price": 149}, "walkoff_price"),
+    ({**DATA, "price_high": 80}, "price_high must be above"),
+    ({**DATA, "price_step": 7}, "multiple of price_step"),
+    ({**DATA, "price_step": 0}, "price_step"),
+    ({**DATA, "round_cost": -1.0}, "round_cost"),
+    ({**DATA, "round_cost": float("inf")}, "round_cost"),
+    ({**DATA, "outside_option": -5.0}, "outside_option"),
+    ({**DATA, "anchoring_percent": 101}, "anchoring_percent"),
+    ({**DATA, "deadline": 0}, "deadline"),
+    ({**DATA, "reservation_value": 1.5}, "reservation_value"),
+    ({**DATA, "price_high": 80 + 10 * 300}, "levels"),
+    ({**DATA, "colour": "red"}, "colour"),
+    ({k: v for k, v in DATA.items() if k != "market_report"}, "market_report"),
+])
+def test_params_from_data_rejects_bad_data(data, message):
+    with pytest.raises(ValueError, match=message):
+        M.params_from_data(data)
+
+
+def test_describe_states_the_whole_instance():
+    p = M.params_from_data(DATA)
+    text = M.describe(p, VOCAB)
+    for number in (150, 170, 60, 5, 80, 180, 10, 110, 100, 120, 130, 90, 125, 50):
+        assert str(number) in text
+    assert "counterpart" in text and "sticker" in text
+
+
+def test_hidden_mode_shows_no_parameter_and_specs_are_admitted_quickly():
+    admitted = 0
+    for i in range(6):
+        start = time.perf_counter()
+        spec = make_spec("negotiation", i)
+        verdict = admit(spec)
+        assert time.perf_counter() - start < 2.0
+        assert hidden_leaks(spec) == []
+        admitted += verdict.admitted
+    assert admitted >= 5
+
+
+def test_a_thousand_random_actions_raise_nothing_but_action_error():
+    rng = np.random.default_rng(3)
+    p = _sample(5, 11, 4)
+    ops = M.operations(p)
+    state = M.initial_state(p)
+    u_star = M.solve(p).u_star
+    errors = 0
+    for _ in range(1000):
+        if M.finished(state) or rng.random() < 0.02:
+            state = M.initial_state(p)
+        op = ops[int(rng.integers(len(ops)))]
+        args = {}
+        for name, spec in op.args.items():
+            roll = rng.random()
+            if roll < 0.1:
+                args[name] = ["x", None, True, 2.5][int(rng.integers(4))]
+            elif roll > 0.15:
+                args[name] = int(rng.integers(int(spec.minimum) - 2, int(spec.maximum) + 3))
+        before = copy.deepcopy(state)
+        try:
+            json.dumps(M.apply(p, state, Action(op=op.name, args=args)))
+        except ActionError:
+            errors += 1
+            assert state == before
+        assert M.utility(p, state) <= u_star + 1e-9
+    assert 0 < errors < 1000
+
+
+def test_every_short_plan_stays_below_u_star():
+    p = M.params_from_data({**DATA, "price_step": 20})
+    u_star = M.solve(p).u_star
+    for plan in itertools.product(_choices(p), repeat=2):
+        assert M.run(p, list(plan)) <= u_star + 1e-12
