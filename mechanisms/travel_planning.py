@@ -1,0 +1,422 @@
+"""travel_planning: plan one day of visits from a hotel; places have enjoyment, tickets, visit times and hours.
+
+An external-style, long-horizon setting in the manner of TravelBench: the traveller leaves the hotel
+(node 0) at the start of the day, visits some places in some order and must be back by the end of it.
+Parameters (all can be given as data; times are whole minutes after midnight, 0..1440):
+- ``enjoyment``: the enjoyment score of visiting each of the n places (hidden, non-negative); places are
+  numbered 1..n
+- ``prices``: the ticket price of each place (hidden, non-negative)
+- ``durations``: how many minutes a visit to each place takes (hidden, integers >= 1)
+- ``opening``: ``[open, close]`` of each place (hidden, integers, open <= close); a visit may start
+  no earlier than ``open`` (arriving early means waiting) and must end by ``close``
+- ``travel``: an (n+1) x (n+1) matrix of travel minutes (hidden, non-negative integers, zero diagonal,
+  may be asymmetric); row and column 0 are the hotel
+- ``day_start``, ``day_end``: when the traveller leaves the hotel and the latest return (hidden,
+  integers, day_start < day_end)
+- ``budget``: the most that may be spent on tickets over the day (hidden, non-negative)
+- ``guidebook_ratings``: the posted guidebook rating of each place (a decoy the default policy trusts;
+  when omitted from data it equals ``enjoyment``)
+Dynamics: ``visit`` travels from where the traveller is to an unvisited place, waits for it to open if
+needed, visits and pays; it is refused if the visit would end after closing, the tickets would exceed
+the budget, or the hotel could no longer be reached by ``day_end`` straight from there, so every state
+is a feasible day. ``wait`` spends minutes where one is (refused if the hotel could then no longer be
+reached in time); ``undo_last_step`` takes back the last visit or wait while planning; returning to
+the hotel, or finishing, ends the day. The utility is the total enjoyment of the places visited.
+The knobs: ``size`` is the number of places n (4..13); ``horizon`` is the day's length in hours (4..14):
+``day_end = day_start + 60 x horizon``, with day_start drawn from 08:00..10:00.
+Solved exactly by dynamic programming over (set of places visited, last place) keeping the earliest
+feasible finish time: valid because waiting is allowed (finishing earlier never hurts, and every
+check is monotone in time) and the ticket total depends only on the set. Vectorised with numpy one
+set size at a time; the best set is the one of highest enjoyment with a feasible order. Checked
+against enumeration of every ordered sequence of places.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from mechanisms.base import ActionError, Mechanism, Solution, require_int
+from mechanisms.registry import register
+from schemas.envspec import Action, ArgSpec, OperationSpec
+
+MAX_PLACES = 13  # the DP keeps 2^n x n finish times: about 100,000 at 13 places
+DAY_MINUTES = 1440
+DURATIONS = (30, 45, 60, 90, 120, 150, 180)
+REDRAWS = 24  # the sampler redraws the guidebook while the default would already be optimal
+
+
+def _require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
+    """``require_int`` that also refuses NaN and infinities (which it cannot convert) with an ActionError."""
+    value = args.get(name)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ActionError(f"argument {name!r} must be an integer, got {value!r}")
+    return require_int(args, name, low, high)
+
+
+def clock_text(minutes: float) -> str:
+    minutes = int(minutes)
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+class TravelParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    enjoyment: list[float] = Field(min_length=1, max_length=MAX_PLACES)
+    prices: list[float]
+    durations: list[int]
+    opening: list[list[int]]
+    travel: list[list[int]]
+    day_start: int = Field(ge=0, le=DAY_MINUTES)
+    day_end: int = Field(ge=0, le=DAY_MINUTES)
+    budget: float = Field(ge=0, allow_inf_nan=False)
+    guidebook_ratings: list[float]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_guidebook(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "guidebook_ratings" not in data and "enjoyment" in data:
+            data = {**data, "guidebook_ratings": data["enjoyment"]}
+        return data
+
+    @model_validator(mode="after")
+    def _shapes(self) -> TravelParams:
+        n = len(self.enjoyment)
+        for name in ("prices", "durations", "opening", "guidebook_ratings"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"{name} must have one entry per place ({n}), got {len(getattr(self, name))}")
+        for name in ("enjoyment", "prices", "guidebook_ratings"):
+            values = getattr(self, name)
+            if not all(math.isfinite(x) for x in values):
+                raise ValueError(f"{name} must be finite numbers")
+            if min(values) < 0:
+                raise ValueError(f"{name} must be non-negative")
+        if min(self.durations) < 1:
+            raise ValueError("durations must be at least 1 minute")
+        for j, hours in enumerate(self.opening, start=1):
+            if len(hours) != 2:
+                raise ValueError(f"opening of place {j} must be [open, close], got {hours}")
+            if not 0 <= hours[0] <= hours[1] <= DAY_MINUTES:
+                raise ValueError(f"opening of place {j} must satisfy 0 <= open <= close <= {DAY_MINUTES}, "
+                                 f"got {hours}")
+        if len(self.travel) != n + 1:
+            raise ValueError(f"travel must have {n + 1} rows (hotel plus places), got {len(self.travel)}")
+        for i, row in enumerate(self.travel):
+            if len(row) != n + 1:
+                raise ValueError(f"travel row {i} must have {n + 1} entries (a square matrix), got {len(row)}")
+            if min(row) < 0:
+                raise ValueError(f"travel row {i} must be non-negative")
+            if row[i] != 0:
+                raise ValueError(f"travel[{i}][{i}] must be zero (the diagonal), got {row[i]}")
+        if self.day_start >= self.day_end:
+            raise ValueError(f"day_start ({self.day_start}) must be before day_end ({self.day_end})")
+        return self
+
+    @property
+    def places(self) -> int:
+        return len(self.enjoyment)
+
+
+def _masks(n: int) -> np.ndarray:
+    """Membership matrix: row m says which places (bit k = place k+1) the set m holds."""
+    return (np.arange(1 << n)[:, None] >> np.arange(n)[None, :]) & 1
+
+
+def _earliest_finish(p: TravelParams) -> tuple[np.ndarray, np.ndarray]:
+    """finish[mask, k]: the earliest time a feasible day can end its visit of place k+1 having visited mask.
+
+    Infinite where no order of mask ending at k+1 is feasible. parent[mask, k] is the place (0-based)
+    visited before, or -1. Each (mask + k, k) arises from exactly one smaller mask, so a set-size layer is
+    a vectorised min over the previous place of the arrival time.
+    """
+    n = p.places
+    full = 1 << n
+    members = _masks(n)
+    affordable = members @ np.asarray(p.prices, dtype=float) <= p.budget + 1e-9 * max(1.0, p.budget)
+    travel = np.asarray(p.travel, dtype=float)
+    opens = np.asarray([h[0] for h in p.opening], dtype=float)
+    closes = np.asarray([h[1] for h in p.opening], dtype=float)
+    durations = np.asarray(p.durations, dtype=float)
+    home = travel[1:, 0]
+
+    def settle(arrive: np.ndarray) -> np.ndarray:
+        done = np.maximum(arrive, opens) + durations
+        return np.where((done <= closes) & (done + home <= p.day_end), done, np.inf)
+
+    finish = np.full((full, n), np.inf)
+    parent = np.full((full, n), -1, dtype=np.int64)
+    bits = 1 << np.arange(n)
+    first = settle(p.day_start + travel[0, 1:])
+    finish[bits, np.arange(n)] = np.where(affordable[bits], first, np.inf)
+    between = travel[1:, 1:]
+    sizes = members.sum(axis=1)
+    masks = np.arange(full)
+    for s in range(1, n):
+        layer = masks[sizes == s]
+        layer = layer[np.isfinite(finish[layer]).any(axis=1)]
+        if not len(layer):
+            break
+        candidates = finish[layer][:, :, None] + between[None, :, :]  # (sets, previous k, next j)
+        best_k = np.argmin(candidates, axis=1)
+        arrive = np.take_along_axis(candidates, best_k[:, None, :], axis=1)[:, 0, :]
+        done = settle(arrive)
+        rows, cols = np.nonzero((members[layer] == 0) & np.isfinite(done))
+        grown = layer[rows] | bits[cols]
+        keep = affordable[grown]
+        rows, cols, grown = rows[keep], cols[keep], grown[keep]
+        finish[grown, cols] = done[rows, cols]
+        parent[grown, cols] = best_k[rows, cols]
+    return finish, parent
+
+
+class TravelPlanning(Mechanism[TravelParams]):
+    id = "travel_planning"
+    version = 1
+    group = "external"
+    summary = "plan a day of visits from a hotel within opening hours and a ticket budget; subset DP"
+    Params = TravelParams
+    size_range = (4, 13)  # places
+    horizon_range = (4, 14)  # hours in the day
+    default_size = 8
+    default_horizon = 8
+    difficulty_grid = [(5, 6), (7, 8), (8, 8), (10, 10), (12, 12), (13, 14)]
+    u0_band = (0.15, 0.99)
+
+    # --- parameters -----------------------------------------------------------------------
+    def sample(self, rng: np.random.Generator, size: int, horizon: int) -> TravelParams:
+        n, hours = int(size), int(horizon)
+        day_start = int(rng.choice([480, 510, 540, 570, 600]))
+        day_end = day_start + 60 * hours
+        points = rng.uniform(0.0, 1.0, (n + 1, 2))
+        straight = np.sqrt(((points[:, None, :] - points[None, :, :]) ** 2).sum(axis=2))
+        travel = np.maximum(np.ceil(60 * straight * rng.uniform(1.0, 1.2, (n + 1, n + 1))), 5).astype(int)
+        np.fill_diagonal(travel, 0)
+        durations = rng.choice(DURATIONS, n).astype(int)
+        quality = rng.uniform(1.0, 10.0, n)
+        enjoyment = np.maximum(np.round(quality * (2 + durations / 30)), 1)
+        prices = np.where(rng.random(n) < 0.25, 0, rng.integers(5, 41, n)).astype(float)
+        budget = float(max(np.round(rng.uniform(0.35, 0.6) * prices.sum()), 5.0))
+        opening = []
+        for j in range(n):
+            opens = day_start + 30 * int(rng.integers(-4, max(int(0.6 * hours * 2), 1)))
+            opens = max(opens, 0)
+            closes = min(opens + int(durations[j]) + 30 * int(rng.integers(2, 13)), DAY_MINUTES)
+            opening.append([opens, closes])
+        data = {"enjoyment": enjoyment.tolist(), "prices": prices.tolist(), "durations": durations.tolist(),
+                "opening": opening, "travel": travel.tolist(), "day_start": day_start, "day_end": day_end,
+                "budget": budget}
+        params = TravelParams(**data, guidebook_ratings=self._ratings(rng, enjoyment))
+        u_star = self.solve(params).u_star
+        for _ in range(REDRAWS):
+            if self.run(params, self.default_actions(params)) < u_star - 1e-9:
+                break
+            params = TravelParams(**data, guidebook_ratings=self._ratings(rng, enjoyment))
+        return params
+
+    @staticmethod
+    def _ratings(rng: np.random.Generator, enjoyment: np.ndarray) -> list[float]:
+        """The guidebook: enjoyment under a multiplicative log-normal error, rescaled, rounded."""
+        bias = np.exp(rng.normal(0.0, 0.6, len(enjoyment)))
+        return np.maximum(np.round(enjoyment * bias / np.mean(bias)), 1).tolist()
+
+    # --- reference ------------------------------------------------------------------------
+    def solve(self, params: TravelParams) -> Solution:
+        p = params
+        n = p.places
+        finish, parent = _earliest_finish(p)
+        members = _masks(n)
+        value = members @ np.asarray(p.enjoyment, dtype=float)
+        feasible = np.isfinite(finish).any(axis=1)
+        feasible[0] = True  # staying at the hotel
+        score = np.where(feasible, value, -np.inf)
+        mask = int(np.argmax(score))
+        order: list[int] = []
+        if mask:
+            last = int(np.argmin(finish[mask]))
+            while last >= 0:
+                order.append(last + 1)
+                mask, last = mask & ~(1 << last), int(parent[mask, last])
+            order.reverse()
+        actions = [*(Action(op="visit", args={"place": j}) for j in order), Action(op="return_to_hotel")]
+        u_star = self.run(p, actions)
+        facts = {"places": n, "visited": order, "feasible_sets": int(feasible.sum()),
+                 "states": int(np.isfinite(finish).sum())}
+        return Solution(u_star, actions, "DP over (visited set, last place) of the earliest finish time", facts)
+
+    def default_actions(self, params: TravelParams) -> list[Action]:
+        """Greedy by guidebook rating per hour spent (travel, waiting and visit) among feasible places."""
+        p = params
+        actions = [Action(op="read_guidebook", args={"place": 1})]
+        state = self.initial_state(p)
+        while True:
+            best, best_score = None, -math.inf
+            for j in range(1, p.places + 1):
+                plan = self._plan_visit(p, state, j)
+                if isinstance(plan, str):
+                    continue
+                hours = (plan["finish"] - state["clock"]) / 60
+                score = p.guidebook_ratings[j - 1] / hours if hours > 0 else math.inf
+                if score > best_score:
+                    best, best_score = j, score
+            if best is None:
+                break
+            action = Action(op="visit", args={"place": best})
+            self.apply(p, state, action)
+            actions.append(action)
+        actions.append(Action(op="return_to_hotel"))
+        return actions
+
+    # --- dynamics -------------------------------------------------------------------------
+    def operations(self, params: TravelParams) -> list[OperationSpec]:
+        n = params.places
+        place = {"place": ArgSpec(type="integer", description="place number", minimum=1, maximum=n)}
+        origin = {"origin": ArgSpec(type="integer", description="where the trip starts (0 is the hotel)",
+                                    minimum=0, maximum=n)}
+        minutes = {"minutes": ArgSpec(type="integer", description="minutes to wait", minimum=1,
+                                      maximum=DAY_MINUTES)}
+        return [
+            OperationSpec(name="probe_enjoyment", kind="probe", summary="the true enjoyment of visiting one place",
+                          args=place),
+            OperationSpec(name="probe_place_details", kind="probe",
+                          summary="the ticket price, visit duration and opening hours of one place", args=place),
+            OperationSpec(name="probe_travel_from", kind="probe",
+                          summary="the travel minutes from one place (or the hotel) to every other", args=origin),
+            OperationSpec(name="probe_day_terms", kind="probe",
+                          summary="when the day starts and ends and the ticket budget"),
+            OperationSpec(name="read_guidebook", kind="info", summary="the posted guidebook rating of one place",
+                          args=place, decoy=True),
+            OperationSpec(name="list_places", kind="info", summary="the place numbers and the hotel"),
+            OperationSpec(name="view_itinerary", kind="info",
+                          summary="the places visited so far, where the traveller is, the time and money spent"),
+            OperationSpec(name="visit", kind="decision",
+                          summary="travel to an unvisited place, wait for it to open if needed, visit and pay",
+                          args=place),
+            OperationSpec(name="undo_last_step", kind="decision", summary="take back the last visit or wait"),
+            OperationSpec(name="wait", kind="clock", summary="wait some minutes where the traveller is",
+                          args=minutes),
+            OperationSpec(name="return_to_hotel", kind="clock",
+                          summary="travel back to the hotel; this ends the day"),
+            OperationSpec(name="finish", kind="clock", summary="stop planning now; the traveller goes back"),
+        ]
+
+    def initial_state(self, params: TravelParams) -> dict[str, Any]:
+        return {"at": 0, "clock": params.day_start, "visited": [], "steps": [], "finished": False}
+
+    @staticmethod
+    def _spent(p: TravelParams, visited: list[int]) -> float:
+        return float(sum(p.prices[j - 1] for j in visited))
+
+    def _plan_visit(self, p: TravelParams, state: dict[str, Any], j: int) -> dict[str, Any] | str:
+        """The times of visiting place j next, or why it is refused (a string)."""
+        if j in state["visited"]:
+            return f"place {j} has already been visited"
+        arrive = state["clock"] + p.travel[state["at"]][j]
+        opens, closes = p.opening[j - 1]
+        start = max(arrive, opens)
+        finish = start + p.durations[j - 1]
+        if finish > closes:
+            return f"a visit to place {j} starting at {clock_text(start)} would end after it closes"
+        if finish + p.travel[j][0] > p.day_end:
+            return f"after visiting place {j} the hotel could not be reached by the end of the day"
+        spent = self._spent(p, state["visited"])
+        if spent + p.prices[j - 1] > p.budget + 1e-9 * max(1.0, p.budget):
+            return f"the ticket for place {j} would take spending over the budget"
+        return {"arrive": arrive, "start": start, "finish": finish, "price": p.prices[j - 1]}
+
+    def apply(self, params: TravelParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
+        p, op, args = params, action.op, action.args
+        n = p.places
+        if op == "probe_enjoyment":
+            j = _require_int(args, "place", 1, n)
+            return {"place": j, "enjoyment": p.enjoyment[j - 1]}
+        if op == "probe_place_details":
+            j = _require_int(args, "place", 1, n)
+            opens, closes = p.opening[j - 1]
+            return {"place": j, "ticket_price": p.prices[j - 1], "visit_minutes": p.durations[j - 1],
+                    "opens": clock_text(opens), "closes": clock_text(closes), "opens_minute": opens,
+                    "closes_minute": closes}
+        if op == "probe_travel_from":
+            i = _require_int(args, "origin", 0, n)
+            return {"origin": i, "travel_minutes": {str(j): p.travel[i][j] for j in range(n + 1) if j != i}}
+        if op == "probe_day_terms":
+            return {"day_starts": clock_text(p.day_start), "day_ends": clock_text(p.day_end),
+                    "day_start_minute": p.day_start, "day_end_minute": p.day_end, "budget": p.budget}
+        if op == "read_guidebook":
+            j = _require_int(args, "place", 1, n)
+            return {"place": j, "guidebook_rating": p.guidebook_ratings[j - 1]}
+        if op == "list_places":
+            return {"hotel": 0, "places": list(range(1, n + 1))}
+        if op == "view_itinerary":
+            return {"visited": list(state["visited"]), "at": state["at"], "clock": clock_text(state["clock"]),
+                    "clock_minute": state["clock"], "spent": self._spent(p, state["visited"])}
+        if op == "visit":
+            j = _require_int(args, "place", 1, n)
+            plan = self._plan_visit(p, state, j)
+            if isinstance(plan, str):
+                raise ActionError(plan)
+            state["steps"].append({"at": state["at"], "clock": state["clock"], "visit": j})
+            state.update(at=j, clock=plan["finish"], visited=[*state["visited"], j])
+            return {"place": j, "arrived": clock_text(plan["arrive"]), "started": clock_text(plan["start"]),
+                    "left": clock_text(plan["finish"]), "clock_minute": plan["finish"], "paid": plan["price"],
+                    "spent": self._spent(p, state["visited"])}
+        if op == "undo_last_step":
+            if not state["steps"]:
+                raise ActionError("nothing to undo: no visit or wait has been made")
+            step = state["steps"].pop()
+            if step["visit"]:
+                state["visited"] = [k for k in state["visited"] if k != step["visit"]]
+            state.update(at=step["at"], clock=step["clock"])
+            return {"at": state["at"], "clock": clock_text(state["clock"]), "clock_minute": state["clock"],
+                    "visited": list(state["visited"])}
+        if op == "wait":
+            minutes = _require_int(args, "minutes", 1, DAY_MINUTES)
+            if state["clock"] + minutes + p.travel[state["at"]][0] > p.day_end:
+                raise ActionError(f"after waiting {minutes} minutes the hotel could not be reached by the end "
+                                  f"of the day")
+            state["steps"].append({"at": state["at"], "clock": state["clock"], "visit": 0})
+            state["clock"] += minutes
+            return {"clock": clock_text(state["clock"]), "clock_minute": state["clock"]}
+        if op in ("return_to_hotel", "finish"):
+            back = state["clock"] + p.travel[state["at"]][0]
+            state["finished"] = True
+            return {"visited": list(state["visited"]), "back_at_hotel": clock_text(back), "finished": True}
+        raise ActionError(f"unknown operation {op!r}")
+
+    def utility(self, params: TravelParams, state: dict[str, Any]) -> float:
+        return float(sum(params.enjoyment[j - 1] for j in state["visited"]))
+
+    # --- rendering facts ------------------------------------------------------------------
+    def describe(self, params: TravelParams, vocab: dict[str, str]) -> str:
+        p, v = params, vocab
+        rows = []
+        for j in range(p.places):
+            opens, closes = p.opening[j]
+            rows.append(f"{v['site']} {j + 1}: enjoyment {p.enjoyment[j]:g}, ticket {p.prices[j]:g} "
+                        f"{v['currency']}, visit {p.durations[j]} min, open {clock_text(opens)}-"
+                        f"{clock_text(closes)}, {v['sticker']} {p.guidebook_ratings[j]:g}")
+        travel = "; ".join(f"from {i}: [{', '.join(str(x) for x in row)}]" for i, row in enumerate(p.travel))
+        return (
+            f"The day starts at {clock_text(p.day_start)} at {v['place']} (number 0, the base) and everyone must "
+            f"be back there by {clock_text(p.day_end)}. There are {p.places} {v['sites']} to choose from "
+            f"(numbers 1 to {p.places}); each can be visited at most once, a visit may not start before the "
+            f"{v['site']} opens (arriving early means waiting) and must end by its closing time, and the "
+            f"tickets together may cost at most {p.budget:g} {v['currency']}. The goal is the highest total "
+            f"enjoyment. {'. '.join(rows)}. Travel minutes (row = from, position in the row = to, 0 = base): "
+            f"{travel}. The {v['sticker']} is a posted rating, not the enjoyment."
+        )
+
+    def secret_numbers(self, params: TravelParams) -> list[float]:
+        p = params
+        return [*p.enjoyment, *(x for x in p.prices if x), *p.durations, *(t for h in p.opening for t in h),
+                *(x for row in p.travel for x in row if x), p.day_start, p.day_end, p.budget]
+
+    def public_numbers(self, params: TravelParams) -> list[float]:
+        return [params.places, *range(0, params.places + 2), DAY_MINUTES]
+
+    def probe_allowance(self, params: TravelParams) -> int:
+        return 3 * params.places + 2  # enjoyment and details of every place, every travel row, the day terms
+
+
+register(TravelPlanning())
