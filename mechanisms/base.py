@@ -82,6 +82,9 @@ class Mechanism(ABC, Generic[P]):
     # below the band the default is hopeless (worse than doing nothing by far), above it the
     # instance is trivial (the default is already near-optimal).
     u0_band: ClassVar[tuple[float, float]]
+    # turns beyond the longest reference plan and the probe allowance; the far-OOD probe families keep it
+    # at 1 so that probing everything does not fit the budget
+    turn_slack: ClassVar[int] = 5
 
     # --- parameters -----------------------------------------------------------------------
     @abstractmethod

@@ -194,6 +194,7 @@ class Scheduling(Mechanism[SchedulingParams]):
     default_horizon = 2
     difficulty_grid = [(6, 2), (8, 2), (8, 3), (10, 3), (12, 4)]
     u0_band = (0.3, 0.995)
+    turn_slack = 1  # tight probe budget: the allowance covers about half of the jobs
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> SchedulingParams:
         n, m = int(size), int(horizon)

@@ -159,6 +159,7 @@ class Tardiness(Mechanism[TardinessParams]):
     default_horizon = 3
     difficulty_grid = [(6, 2), (8, 3), (10, 3), (12, 4), (14, 5)]
     u0_band = (0.3, 0.99)
+    turn_slack = 1  # tight probe budget: the allowance covers about half of the jobs
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> TardinessParams:
         n, level = int(size), int(horizon)

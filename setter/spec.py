@@ -7,9 +7,9 @@ from schemas.envspec import EnvSpec, Reference, Rendering
 
 
 def turn_budget(mechanism: Mechanism, params, outcome: Outcome) -> int:
-    """Enough turns to probe everything once and then act as the longer of the two reference plans."""
+    """The longer of the two reference plans, plus the family's probe allowance and slack."""
     plan = max(len(outcome.solution.optimal_actions), len(outcome.default_actions))
-    return plan + mechanism.probe_allowance(params) + 5
+    return plan + mechanism.probe_allowance(params) + mechanism.turn_slack
 
 
 def reference(outcome: Outcome) -> Reference:

@@ -141,3 +141,27 @@ def test_invalid_operations_raise_action_error_without_touching_state(family):
             assert state == before
     with pytest.raises(ActionError):
         m.apply(params, state, Action(op="no_such_operation"))
+
+
+def _calls_to_probe_everything(m, params) -> int:
+    """One call per probe operation and argument value (a probe with an integer argument per index)."""
+    total = 0
+    for op in m.operations(params):
+        if op.kind != "probe":
+            continue
+        calls = 1
+        for arg in op.args.values():
+            if arg.type == "integer" and arg.minimum is not None and arg.maximum is not None:
+                calls *= int(arg.maximum) - int(arg.minimum) + 1
+        total += calls
+    return total
+
+
+@pytest.mark.parametrize("family", [f for f in FAMILIES if mechanisms.get(f).group == "far_ood_probe"])
+def test_tight_probe_budget_families_cannot_probe_everything_and_still_act(family):
+    for i in range(5):
+        spec = make_spec(family, i)
+        m = mechanisms.get(family)
+        params = m.params_from_data(spec.params)
+        spare = spec.turn_budget - len(spec.reference.optimal_actions)
+        assert spare < _calls_to_probe_everything(m, params), f"instance {i}: the budget lets an agent probe it all"
