@@ -1,0 +1,365 @@
+"""travel_planning: the earliest-finish DP against enumeration, hand-made days, the data form, refusals, policies."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import time
+
+import numpy as np
+import pytest
+
+import mechanisms
+from mechanisms.base import ActionError
+from mechanisms.travel_planning import DAY_MINUTES, TravelParams, clock_text
+from schemas.envspec import Action
+from setter.corpus import VOCAB_KEYS
+
+M = mechanisms.get("travel_planning")
+VOCAB = {k: k for k in VOCAB_KEYS}
+
+
+def _sample(i: int, size: int | None = None, horizon: int | None = None) -> TravelParams:
+    return M.sample(np.random.default_rng([23, i]), size or M.default_size, horizon or M.default_horizon)
+
+
+def _step(p: TravelParams, clock: int, here: int, spent: float, j: int) -> tuple[int, float] | None:
+    """Visit j next from (clock, here) or None when that is not allowed."""
+    opens, closes = p.opening[j - 1]
+    done = max(clock + p.travel[here][j], opens) + p.durations[j - 1]
+    spent += p.prices[j - 1]
+    if done > closes or done + p.travel[j][0] > p.day_end or spent > p.budget + 1e-9:
+        return None
+    return done, spent
+
+
+def _enumerate(p: TravelParams) -> float:
+    """Every ordered sequence of distinct places (small n only)."""
+    best = 0.0
+    for k in range(1, p.places + 1):
+        for order in itertools.permutations(range(1, p.places + 1), k):
+            clock, here, spent = p.day_start, 0, 0.0
+            for j in order:
+                step = _step(p, clock, here, spent, j)
+                if step is None:
+                    break
+                (clock, spent), here = step, j
+            else:
+                best = max(best, float(sum(p.enjoyment[j - 1] for j in order)))
+    return best
+
+
+def _depth_first(p: TravelParams) -> float:
+    """Every feasible sequence, grown one place at a time (a feasible day has only feasible prefixes)."""
+    best = 0.0
+
+    def grow(clock: int, here: int, spent: float, visited: tuple[int, ...], value: float) -> None:
+        nonlocal best
+        best = max(best, value)
+        for j in range(1, p.places + 1):
+            if j not in visited:
+                step = _step(p, clock, here, spent, j)
+                if step is not None:
+                    grow(step[0], j, step[1], (*visited, j), value + p.enjoyment[j - 1])
+
+    grow(p.day_start, 0, 0.0, (), 0.0)
+    return best
+
+
+def _day(**changes) -> TravelParams:
+    """A small hand-made day: three places around a hotel, 09:00 to 17:00."""
+    data = {"enjoyment": [10, 20, 30], "prices": [5, 5, 5], "durations": [60, 60, 60],
+            "opening": [[540, 1020], [540, 1020], [540, 1020]],
+            "travel": [[0, 10, 10, 10], [10, 0, 10, 10], [10, 10, 0, 10], [10, 10, 10, 0]],
+            "day_start": 540, "day_end": 1020, "budget": 100}
+    data.update(changes)
+    return M.params_from_data(data)
+
+
+def _visit(p: TravelParams, places: list[int]) -> dict:
+    state = M.initial_state(p)
+    for j in places:
+        M.apply(p, state, Action(op="visit", args={"place": j}))
+    return state
+
+
+def test_same_seed_gives_the_same_params_and_the_data_form_round_trips():
+    for i in range(5):
+        assert _sample(i) == _sample(i)
+        assert M.params_from_data(_sample(i).model_dump()) == _sample(i)
+        assert M.params_from_data(json.loads(json.dumps(_sample(i).model_dump()))) == _sample(i)
+    assert _sample(0) != _sample(1)
+
+
+def test_contract_shape():
+    p = _sample(0)
+    ops = M.operations(p)
+    assert len(ops) >= 10 and {op.kind for op in ops} == {"probe", "info", "decision", "clock"}
+    assert len({op.name for op in ops}) == len(ops)
+    assert "finish" in {op.name for op in ops} and [op.name for op in ops if op.decoy] == ["read_guidebook"]
+    for op in ops:
+        for arg in op.args.values():
+            assert arg.type == "integer" and arg.minimum in (0, 1)
+            assert arg.maximum == (DAY_MINUTES if op.name == "wait" else p.places)
+    assert M.group == "external" and M.version == 1
+    assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
+               for s, h in M.grid())
+    assert 3 <= len(M.grid()) <= 6
+    assert M.probe_allowance(p) == 3 * p.places + 2
+    json.dumps(M.initial_state(p))
+    json.dumps(M.solve(p).facts)
+
+
+@pytest.mark.parametrize("i", range(30))
+def test_dp_matches_enumeration_of_every_sequence(i):
+    rng = np.random.default_rng([24, i])
+    p = M.sample(rng, int(rng.integers(4, 7)), int(rng.integers(4, 15)))
+    solution = M.solve(p)
+    assert solution.u_star == pytest.approx(_enumerate(p), abs=1e-9)
+    assert M.run(p, solution.optimal_actions) == solution.u_star
+
+
+@pytest.mark.parametrize("knobs", [(8, 8), (9, 10), (10, 8)])
+def test_dp_matches_a_depth_first_search_on_larger_instances(knobs):
+    for i in range(3):
+        p = _sample(300 + i, *knobs)
+        assert M.solve(p).u_star == pytest.approx(_depth_first(p), abs=1e-9)
+
+
+def test_dp_on_random_asymmetric_non_metric_data():
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        n = int(rng.integers(1, 6))
+        travel = rng.integers(0, 200, (n + 1, n + 1))
+        np.fill_diagonal(travel, 0)
+        opens = rng.integers(400, 900, n)
+        data = {"enjoyment": rng.integers(0, 50, n).tolist(), "prices": rng.integers(0, 30, n).tolist(),
+                "durations": rng.integers(1, 150, n).tolist(),
+                "opening": [[int(o), int(o + rng.integers(0, 400))] for o in opens], "travel": travel.tolist(),
+                "day_start": 480, "day_end": int(rng.integers(600, 1300)), "budget": float(rng.integers(0, 60))}
+        p = M.params_from_data(data)
+        assert M.solve(p).u_star == pytest.approx(_enumerate(p), abs=1e-9)
+
+
+def test_waiting_for_a_late_opening_and_the_order_of_closing_times():
+    # place 1 opens at 13:00; place 2 closes at 11:00; place 3 opens at 10:00 and closes at 12:30
+    p = _day(opening=[[780, 1020], [540, 660], [600, 750]])
+    solution = M.solve(p)
+    assert solution.u_star == 60 and solution.facts["visited"] == [2, 3, 1]
+    state = M.initial_state(p)
+    reply = M.apply(p, state, Action(op="visit", args={"place": 1}))
+    assert reply["arrived"] == "09:10" and reply["started"] == "13:00" and reply["left"] == "14:00"
+    assert state["clock"] == 840
+
+
+def test_the_budget_limits_the_set():
+    p = _day(prices=[10, 30, 40], budget=50)
+    solution = M.solve(p)
+    assert solution.u_star == 40 and sorted(solution.facts["visited"]) == [1, 3]
+    state = _visit(p, [3, 1])
+    before = copy.deepcopy(state)
+    with pytest.raises(ActionError, match="budget"):
+        M.apply(p, state, Action(op="visit", args={"place": 2}))
+    assert state == before
+
+
+def test_the_day_end_limits_how_many_visits_fit():
+    p = _day(day_end=540 + 150)  # two hours thirty: two visits of an hour with three 10-minute trips
+    assert M.solve(p).u_star == 50
+    assert M.run(p, M.default_actions(p)) <= 50
+
+
+def test_a_visit_that_leaves_no_way_home_in_time_is_refused_even_if_a_later_leg_would_be_short():
+    travel = [[0, 10, 10], [10, 0, 10], [300, 10, 0]]  # from place 2 the way home is long, via place 1 short
+    p = M.params_from_data({"enjoyment": [5, 50], "prices": [0, 0], "durations": [30, 30],
+                            "opening": [[540, 1020], [540, 1020]], "travel": travel,
+                            "day_start": 540, "day_end": 720, "budget": 0})
+    state = M.initial_state(p)
+    with pytest.raises(ActionError, match="hotel"):
+        M.apply(p, state, Action(op="visit", args={"place": 2}))
+    assert M.solve(p).u_star == 5 == _enumerate(p)
+
+
+def test_nothing_feasible_means_staying_at_the_hotel():
+    p = _day(day_end=560)
+    solution = M.solve(p)
+    assert solution.u_star == 0.0 and solution.optimal_actions == [Action(op="return_to_hotel")]
+    assert M.default_actions(p) == [Action(op="read_guidebook", args={"place": 1}), Action(op="return_to_hotel")]
+
+
+@pytest.mark.parametrize("knobs", M.difficulty_grid + [(4, 4), (4, 14), (13, 4)])
+def test_replay_of_optimal_actions_gives_u_star(knobs):
+    for i in range(3):
+        p = _sample(100 + i, *knobs)
+        solution = M.solve(p)
+        assert M.run(p, solution.optimal_actions) == solution.u_star
+        assert solution.optimal_actions[-1].op == "return_to_hotel"
+        assert p.day_end - p.day_start == 60 * knobs[1]
+
+
+def test_default_is_greedy_by_guidebook_rating_per_hour():
+    p = _sample(3)
+    actions = M.default_actions(p)
+    assert actions[0].op == "read_guidebook" and actions[-1].op == "return_to_hotel"
+    assert all(a.op == "visit" for a in actions[1:-1])
+    state = M.initial_state(p)
+    for action in actions[1:-1]:
+        rates = {}
+        for j in range(1, p.places + 1):
+            trial = copy.deepcopy(state)
+            try:
+                M.apply(p, trial, Action(op="visit", args={"place": j}))
+            except ActionError:
+                continue
+            rates[j] = p.guidebook_ratings[j - 1] / ((trial["clock"] - state["clock"]) / 60)
+        assert rates[action.args["place"]] == max(rates.values())
+        M.apply(p, state, action)
+    for j in range(1, p.places + 1):  # the default stops only when nothing more fits
+        with pytest.raises(ActionError):
+            M.apply(p, copy.deepcopy(state), Action(op="visit", args={"place": j}))
+
+
+def test_default_is_below_optimum_and_inside_the_band():
+    low, high = M.u0_band
+    inside = 0
+    for i in range(60):
+        o = M.outcome(_sample(i))
+        assert o.u_idle == 0.0 and o.u0 <= o.solution.u_star
+        g = o.u0 / o.solution.u_star
+        inside += low <= g <= high and o.u0 < o.solution.u_star
+    assert inside >= 54
+
+
+def test_wait_and_undo():
+    p = _day()
+    state = _visit(p, [2])
+    assert state["clock"] == 540 + 10 + 60 and state["at"] == 2
+    M.apply(p, state, Action(op="wait", args={"minutes": 45}))
+    assert state["clock"] == 655
+    M.apply(p, state, Action(op="undo_last_step"))
+    assert state["clock"] == 610
+    M.apply(p, state, Action(op="undo_last_step"))
+    assert state == M.initial_state(p)
+    with pytest.raises(ActionError, match="nothing to undo"):
+        M.apply(p, state, Action(op="undo_last_step"))
+    before = copy.deepcopy(state)
+    with pytest.raises(ActionError, match="hotel"):
+        M.apply(p, state, Action(op="wait", args={"minutes": 481}))
+    assert state == before
+    M.apply(p, state, Action(op="wait", args={"minutes": 480}))  # at the hotel until exactly 17:00 is allowed
+
+
+def test_probes_report_the_right_numbers_and_change_nothing():
+    p = _sample(2)
+    state = M.initial_state(p)
+    assert M.apply(p, state, Action(op="probe_enjoyment", args={"place": 3}))["enjoyment"] == p.enjoyment[2]
+    details = M.apply(p, state, Action(op="probe_place_details", args={"place": 2}))
+    assert details["ticket_price"] == p.prices[1] and details["visit_minutes"] == p.durations[1]
+    assert [details["opens_minute"], details["closes_minute"]] == p.opening[1]
+    row = M.apply(p, state, Action(op="probe_travel_from", args={"origin": 0}))["travel_minutes"]
+    assert row == {str(j): p.travel[0][j] for j in range(1, p.places + 1)}
+    terms = M.apply(p, state, Action(op="probe_day_terms"))
+    assert terms["day_start_minute"] == p.day_start and terms["budget"] == p.budget
+    assert M.apply(p, state, Action(op="read_guidebook", args={"place": 1}))["guidebook_rating"] \
+        == p.guidebook_ratings[0]
+    assert M.apply(p, state, Action(op="list_places"))["places"] == list(range(1, p.places + 1))
+    assert M.apply(p, state, Action(op="view_itinerary"))["clock"] == clock_text(p.day_start)
+    assert state == M.initial_state(p)
+
+
+def test_invalid_actions_raise_and_leave_the_state_unchanged():
+    p = _day(opening=[[540, 1020], [540, 600], [540, 1020]])
+    bad = [Action(op="no_such_op"), Action(op="visit"), Action(op="visit", args={"place": 0}),
+           Action(op="visit", args={"place": 4}), Action(op="visit", args={"place": "1"}),
+           Action(op="visit", args={"place": 1.5}), Action(op="visit", args={"place": True}),
+           Action(op="visit", args={"place": float("nan")}), Action(op="wait", args={"minutes": 0}),
+           Action(op="wait", args={"minutes": DAY_MINUTES + 1}), Action(op="probe_travel_from", args={"origin": -1}),
+           Action(op="read_guidebook", args={"place": None}), Action(op="visit", args={"place": 1})]
+    for state in (M.initial_state(p), _visit(p, [1])):
+        for action in bad:
+            if action.args == {"place": 1} and not state["visited"]:
+                continue  # a first visit to place 1 is valid
+            before = copy.deepcopy(state)
+            with pytest.raises(ActionError):
+                M.apply(p, state, action)
+            assert state == before
+    state = _visit(p, [1])
+    with pytest.raises(ActionError, match="closes"):
+        M.apply(p, state, Action(op="visit", args={"place": 2}))
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"prices": [1, 2]}, "prices"),
+    ({"durations": [60, 60, 0]}, "durations"),
+    ({"opening": [[540, 1020], [540, 1020]]}, "opening"),
+    ({"opening": [[540, 1020], [700, 600], [540, 1020]]}, "opening of place 2"),
+    ({"opening": [[540, 1020], [540, 1500], [540, 1020]]}, "opening of place 2"),
+    ({"opening": [[540, 1020], [540], [540, 1020]]}, "opening of place 2"),
+    ({"travel": [[0, 1, 1], [1, 0, 1], [1, 1, 0]]}, "travel must have 4 rows"),
+    ({"travel": [[0, 1, 1, 1], [1, 0, 1], [1, 1, 0, 1], [1, 1, 1, 0]]}, "travel row 1"),
+    ({"travel": [[0, 1, 1, 1], [1, 0, -1, 1], [1, 1, 0, 1], [1, 1, 1, 0]]}, "non-negative"),
+    ({"travel": [[0, 1, 1, 1], [1, 5, 1, 1], [1, 1, 0, 1], [1, 1, 1, 0]]}, "diagonal"),
+    ({"enjoyment": [1, -2, 3]}, "enjoyment must be non-negative"),
+    ({"enjoyment": [1, float("nan"), 3]}, "finite"),
+    ({"prices": [1, -2, 3]}, "prices must be non-negative"),
+    ({"budget": -1}, "budget"),
+    ({"day_start": 900, "day_end": 800}, "day_start"),
+    ({"day_end": 2000}, "day_end"),
+    ({"guidebook_ratings": [1]}, "guidebook_ratings"),
+    ({"colour": "red"}, "colour"),
+    ({"enjoyment": [], "prices": [], "durations": [], "opening": [], "travel": [[0]]}, "enjoyment"),
+])
+def test_params_from_data_rejects_bad_data(changes, message):
+    with pytest.raises(ValueError, match=message):
+        _day(**changes)
+
+
+def test_the_guidebook_defaults_to_the_enjoyment():
+    p = _day()
+    assert p.guidebook_ratings == p.enjoyment
+    assert [a.args["place"] for a in M.default_actions(p) if a.op == "visit"][0] == 3
+
+
+def test_describe_states_the_whole_instance():
+    p = _sample(6)
+    text = M.describe(p, VOCAB)
+    assert clock_text(p.day_start) in text and clock_text(p.day_end) in text and f"{p.budget:g}" in text
+    for j in range(p.places):
+        assert f"site {j + 1}: enjoyment {p.enjoyment[j]:g}, ticket {p.prices[j]:g}" in text
+        assert f"open {clock_text(p.opening[j][0])}-{clock_text(p.opening[j][1])}" in text
+    for i, row in enumerate(p.travel):
+        assert f"from {i}: [{', '.join(str(x) for x in row)}]" in text
+    assert set(M.secret_numbers(p)) >= {*p.enjoyment, p.budget, p.day_start}
+    assert set(M.public_numbers(p)) >= set(range(p.places + 1))
+
+
+def test_random_play_never_beats_u_star_and_failed_calls_change_nothing():
+    rng = np.random.default_rng(9)
+    p = _sample(7, 7, 8)
+    u_star = M.solve(p).u_star
+    ops = M.operations(p)
+    state = M.initial_state(p)
+    errors = 0
+    for _ in range(1000):
+        if M.finished(state):
+            state = M.initial_state(p)
+        op = ops[int(rng.integers(len(ops)))]
+        args = {name: int(rng.integers(-1, p.places + 2)) if name != "minutes" else int(rng.integers(-5, 200))
+                for name in op.args}
+        before = copy.deepcopy(state)
+        try:
+            json.dumps(M.apply(p, state, Action(op=op.name, args=args)))
+        except ActionError:
+            errors += 1
+            assert state == before
+        assert M.utility(p, state) <= u_star
+    assert 0 < errors < 1000
+
+
+def test_solve_is_fast_at_the_default_size():
+    p = _sample(8)
+    start = time.perf_counter()
+    for _ in range(10):
+        M.solve(p)
+    assert (time.perf_counter() - start) / 10 < 0.05
