@@ -117,14 +117,14 @@ def _held_karp(dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     parent = np.full((full, n), -1, dtype=np.int64)
     bits = 1 << np.arange(n)
     cost[bits, np.arange(n)] = dist[0, 1:]
-    between = dist[1:, 1:]
+    into = np.ascontiguousarray(dist[1:, 1:].T)  # into[j, k]: the leg from stop k+1 to stop j+1
     popcount = _popcounts(n)
     masks = np.arange(full)
     for s in range(1, n):
         layer = masks[popcount == s]
-        candidates = cost[layer][:, :, None] + between[None, :, :]  # (masks, previous k, next j)
-        best_k = np.argmin(candidates, axis=1)
-        best = np.take_along_axis(candidates, best_k[:, None, :], axis=1)[:, 0, :]
+        candidates = cost[layer][:, None, :] + into[None, :, :]  # (masks, next j, previous k)
+        best_k = np.argmin(candidates, axis=2)
+        best = np.take_along_axis(candidates, best_k[:, :, None], axis=2)[:, :, 0]
         rows, cols = np.nonzero(((layer[:, None] >> np.arange(n)[None, :]) & 1) == 0)
         grown = layer[rows] | bits[cols]
         cost[grown, cols] = best[rows, cols]
