@@ -149,6 +149,7 @@ class FacilityLocation(Mechanism[FacilityParams]):
     default_horizon = 6
     difficulty_grid = [(6, 3), (10, 6), (15, 8), (20, 10), (30, 12)]
     u0_band = (0.2, 0.97)
+    turn_slack = 1  # tight probe budget: probing every site and customer does not fit
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> FacilityParams:
         n, m = int(size), int(horizon)
@@ -353,15 +354,15 @@ class FacilityLocation(Mechanism[FacilityParams]):
             f"{p.unserved_penalty:g} {v['currency']} per unit of demand. The goal is the lowest total cost "
             f"(opening plus service plus penalties)."
         ]
-        for i in range(p.sites):
-            parts.append(f"{v['site']} {i + 1}: opening cost {p.open_cost[i]:g} {v['currency']}; the "
-                         f"{v['sticker']} quotes {p.posted_open_cost[i]:g}.")
-        for j in range(p.customers):
-            true = ", ".join(f"{p.service_cost[i][j]:g}" for i in range(p.sites))
-            posted = ", ".join(f"{p.posted_service_cost[i][j]:g}" for i in range(p.sites))
-            parts.append(f"{v['customer']} {j + 1}: demand {p.demand[j]:g}; cost per unit from {v['sites']} "
-                         f"1..{p.sites}: [{true}] (posted rates [{posted}]).")
-        parts.append(f"The {v['sticker']} and the posted rates are estimates, not the true costs.")
+        opening = "; ".join(f"{i + 1}: {p.open_cost[i]:g} (quoted {p.posted_open_cost[i]:g})" for i in range(p.sites))
+        parts.append(f"Opening cost of each {v['site']}, with the {v['sticker']} quote in brackets: {opening}.")
+        parts.append(f"Per {v['customer']}: its demand, then its cost per unit of demand from {v['sites']} 1 to "
+                     f"{p.sites} in order.")
+        rows = [f"{j + 1} (demand {p.demand[j]:g}): " + " ".join(f"{p.service_cost[i][j]:g}" for i in range(p.sites))
+                for j in range(p.customers)]
+        parts.append("; ".join(rows) + ".")
+        parts.append(f"The {v['sticker']} quotes and the posted rates (straight-line estimates, readable with a "
+                     f"tool) are not the true costs.")
         return " ".join(parts)
 
     def secret_numbers(self, params: FacilityParams) -> list[float]:
@@ -369,7 +370,7 @@ class FacilityLocation(Mechanism[FacilityParams]):
         return [*(x for x in p.open_cost if x != 0), *(x for row in p.service_cost for x in row if x != 0)]
 
     def probe_allowance(self, params: FacilityParams) -> int:
-        return (params.sites + params.customers + 1) // 2
+        return (params.sites + params.customers) // 2
 
     def public_numbers(self, params: FacilityParams) -> list[float]:
         p = params
