@@ -60,7 +60,7 @@ def subject_key(family: str) -> str:
 
 def slug(text: str) -> str:
     cleaned = "".join(ch if ch.isalnum() else "_" for ch in text.lower())
-    return "_".join(part for part in cleaned.split("_") if part)[:40] or "x"
+    return "_".join(part for part in cleaned.split("_") if part)[:60].rstrip("_") or "x"
 
 
 def vocabulary(vocab: dict[str, str]) -> dict[str, str]:
