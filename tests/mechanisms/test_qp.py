@@ -300,3 +300,18 @@ def test_a_rendered_environment_is_admitted_without_leaks():
         assert hidden_leaks(spec) == []
         admitted += admit(spec).admitted
     assert admitted >= 3
+
+
+@pytest.mark.parametrize("data", [
+    _data(A_ub=[[1.0, 2.0], [1.0, 2.0]], b_ub=[12.0, 12.0]),  # a repeated row: the tight rows are dependent
+    _data(A_ub=[[1.0, 2.0], [2.0, 4.0], [1.0, 0.0]], b_ub=[12.0, 24.0, 4.0]),
+    {"c": [10.0, 8.0, 5.0], "Q": [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
+     "A_ub": [[1.0, 1.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], "b_ub": [2.0, 1.0, 1.0]},  # degenerate vertex
+    _data(A_ub=[[1.0, 0.0], [0.0, 1.0]], b_ub=[0.0, 3.0]),
+])
+def test_degenerate_instances_are_solved_exactly(data):
+    p = M.params_from_data(data)
+    solution = M.solve(p)
+    assert solution.u_star == pytest.approx(enumerate_active_sets(M, p), rel=1e-9)
+    assert M.run(p, solution.optimal_actions) == solution.u_star
+    assert all(r <= 1e-9 for r in solution.facts["kkt_residuals"].values())
