@@ -1,0 +1,346 @@
+"""weitzman_search: Pandora's boxes; open boxes one at a time at a cost, keep the best prize found.
+
+There are n boxes (options to investigate). Box i costs ``costs[i]`` to open and holds a prize drawn from
+its own known discrete distribution, independently of the other boxes. Boxes are opened one at a time,
+in any order, and the prize of a box is seen only once it is opened; the search can stop at any time.
+Utility (higher is better): the best prize opened minus the total opening costs, or 0 if no box was
+opened (prizes are non-negative, so keeping nothing is never better than keeping the best prize).
+
+Parameters (all can be given as data; boxes are numbered 1..n):
+- ``costs``: the opening cost of every box (non-negative); its length is the number of boxes n
+- ``prize_values``: per box, the support of its prize distribution (non-negative, strictly increasing)
+- ``prize_probabilities``: per box, the probability of each support value (positive, summing to 1)
+- ``prizes``: the drawn prize of every box, one of its support values (hidden: seen only on opening)
+- ``posted_prizes``: the posted "expected prize" of every box (a decoy sticker: a biased estimate of the
+  mean that the default policy trusts; when omitted from data it equals the true means)
+
+The knobs: ``size`` is the number of boxes n (2..12) and ``horizon`` the support size of every prize
+distribution (2..8 values; data may give each box its own support size).
+
+The reference: u* is the HINDSIGHT CEILING ``max(0, max_i (prizes[i] - costs[i]))``: knowing the draws, open
+only the best box (any policy that opens a set S gets max_S prize - sum_S cost <= max_S (prize - cost)).
+The oracle opens that box and claims it. The Weitzman-optimal ONLINE policy knows the distributions and the
+prizes opened so far: each box gets its reservation value sigma_i, the exact root of the piecewise-linear
+equation E[(X_i - sigma_i)^+] = c_i (sigma_i = the top support value when c_i = 0); boxes are opened in
+decreasing sigma (ties: the lower number first), and the search stops as soon as the best prize so far is
+at least the highest remaining sigma (or no box is left). Its expected value, E[max(0, max_i min(X_i,
+sigma_i))], is computed exactly from the distributions. The reservation values, the opening order, that
+expected value and the policy's utility on the drawn prizes are recorded in the solver facts and as the
+baseline ``online_optimal``. The default policy trusts the sticker and never stops early: it ranks boxes by
+posted prize minus cost and opens, in that order, every box whose posted margin is positive (as if each
+box's margin were earned, though only the best prize is kept).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from mechanisms.base import ActionError, Mechanism, Solution, require_int
+from mechanisms.registry import register
+from schemas.envspec import Action, ArgSpec, OperationSpec
+
+MAX_BOXES = 12
+MAX_SUPPORT = 8
+PROBABILITY_TOLERANCE = 1e-9
+TWENTIETHS = 20  # sampled probabilities are multiples of 1/20
+
+
+class WeitzmanParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    costs: list[float] = Field(min_length=1, max_length=MAX_BOXES)
+    prize_values: list[list[float]]
+    prize_probabilities: list[list[float]]
+    prizes: list[float]
+    posted_prizes: list[float]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_sticker(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "posted_prizes" not in data:
+            try:
+                means = [float(sum(v * q for v, q in zip(vs, qs, strict=True)))
+                         for vs, qs in zip(data["prize_values"], data["prize_probabilities"], strict=True)]
+            except (KeyError, TypeError, ValueError):  # the field checks below report what is wrong
+                means = [0.0] * len(data["costs"]) if isinstance(data.get("costs"), list) else []
+            data = {**data, "posted_prizes": means}
+        return data
+
+    @model_validator(mode="after")
+    def _check(self) -> WeitzmanParams:
+        n = len(self.costs)
+        for name in ("prize_values", "prize_probabilities", "prizes", "posted_prizes"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"{name} must have one entry per box ({n}), got {len(getattr(self, name))}")
+        numbers = [*self.costs, *self.prizes, *self.posted_prizes,
+                   *(x for row in self.prize_values for x in row),
+                   *(q for row in self.prize_probabilities for q in row)]
+        if not all(math.isfinite(x) for x in numbers):
+            raise ValueError("costs, prize_values, prize_probabilities, prizes and posted_prizes must be finite")
+        if min(self.costs) < 0:
+            raise ValueError("costs must be non-negative")
+        for i in range(n):
+            values, probs = self.prize_values[i], self.prize_probabilities[i]
+            box = i + 1
+            if not 1 <= len(values) <= MAX_SUPPORT:
+                raise ValueError(f"prize_values of box {box} must have 1 to {MAX_SUPPORT} values, got {len(values)}")
+            if len(probs) != len(values):
+                raise ValueError(f"prize_probabilities of box {box} must have one entry per prize value "
+                                 f"({len(values)}), got {len(probs)}")
+            if min(values) < 0:
+                raise ValueError(f"prize_values of box {box} must be non-negative")
+            if any(b <= a for a, b in zip(values, values[1:], strict=False)):
+                raise ValueError(f"prize_values of box {box} must be strictly increasing")
+            if min(probs) <= 0:
+                raise ValueError(f"prize_probabilities of box {box} must be positive")
+            if abs(sum(probs) - 1.0) > PROBABILITY_TOLERANCE:
+                raise ValueError(f"prize_probabilities of box {box} must sum to 1, got {sum(probs):.12g}")
+            if self.prizes[i] not in values:
+                raise ValueError(f"prizes: the prize of box {box} ({self.prizes[i]:g}) is not one of its "
+                                 f"prize_values")
+        return self
+
+    @property
+    def boxes(self) -> int:
+        return len(self.costs)
+
+
+def reservation_value(values: list[float], probs: list[float], cost: float) -> float:
+    """The exact root sigma of E[(X - sigma)^+] = cost (piecewise linear and falling in sigma)."""
+    if cost <= 0:
+        return float(values[-1])
+    mass, weighted = 0.0, 0.0  # P(X >= v_j) and E[X; X >= v_j] over the top values so far
+    for j in range(len(values) - 1, -1, -1):
+        mass += probs[j]
+        weighted += probs[j] * values[j]
+        lower = values[j - 1] if j > 0 else -math.inf
+        # on [lower, values[j]] the expectation is weighted - mass * sigma
+        if j == 0 or weighted - mass * lower >= cost:
+            return float((weighted - cost) / mass)
+    raise AssertionError("unreachable")
+
+
+def reservation_values(p: WeitzmanParams) -> list[float]:
+    return [reservation_value(p.prize_values[i], p.prize_probabilities[i], p.costs[i]) for i in range(p.boxes)]
+
+
+def opening_order(sigmas: list[float]) -> list[int]:
+    """Box numbers (1-based) in decreasing reservation value, ties by the lower number."""
+    return [i + 1 for i in sorted(range(len(sigmas)), key=lambda i: (-sigmas[i], i))]
+
+
+def weitzman_policy(p: WeitzmanParams, prizes: list[float] | None = None) -> list[Action]:
+    """Weitzman's index policy played on the given prizes (default: the drawn ones)."""
+    prizes = p.prizes if prizes is None else prizes
+    sigmas = reservation_values(p)
+    best = 0.0
+    actions: list[Action] = []
+    for box in opening_order(sigmas):
+        if best >= sigmas[box - 1]:
+            break
+        actions.append(Action(op="open_box", args={"box": box}))
+        best = max(best, prizes[box - 1])
+    actions.append(Action(op="claim_best"))
+    return actions
+
+
+def weitzman_expected_value(p: WeitzmanParams) -> float:
+    """E[max(0, max_i min(X_i, sigma_i))], the expected value of Weitzman's policy (exact)."""
+    sigmas = reservation_values(p)
+    capped = [[min(v, sigmas[i]) for v in p.prize_values[i]] for i in range(p.boxes)]
+    levels = sorted({0.0, *(x for row in capped for x in row if x > 0)})
+    expected, below = 0.0, 0.0
+    for y in levels:
+        at_most = 1.0
+        for i in range(p.boxes):
+            at_most *= sum(q for x, q in zip(capped[i], p.prize_probabilities[i], strict=True) if x <= y)
+        expected += y * (at_most - below)
+        below = at_most
+    return float(expected)
+
+
+class WeitzmanSearch(Mechanism[WeitzmanParams]):
+    id = "weitzman_search"
+    version = 1
+    group = "far_ood_structure"
+    summary = "open costly boxes with known prize distributions one at a time, keep the best; Pandora's boxes"
+    Params = WeitzmanParams
+    size_range = (2, MAX_BOXES)  # boxes
+    horizon_range = (2, MAX_SUPPORT)  # support size of every prize distribution
+    default_size = 6
+    default_horizon = 3
+    difficulty_grid = [(3, 2), (4, 3), (6, 3), (8, 4), (10, 5)]
+    u0_band = (-1.0, 0.95)
+
+    def sample(self, rng: np.random.Generator, size: int, horizon: int) -> WeitzmanParams:
+        n, k = int(size), int(horizon)
+        values, probs, costs, prizes, posted = [], [], [], [], []
+        for _ in range(n):
+            low = int(rng.integers(0, 41))
+            spread = int(rng.integers(max(k, 15), 121))
+            support = np.sort(rng.choice(np.arange(1, spread + 1), size=k - 1, replace=False))
+            vs = [float(low), *(float(low + s) for s in support)]
+            risky = rng.random() < 0.5  # a risky box puts little weight on its top values
+            weights = rng.dirichlet(np.linspace(2.5, 0.4, k) if risky else np.ones(k))
+            counts = 1 + rng.multinomial(TWENTIETHS - k, weights)
+            qs = (counts / TWENTIETHS).tolist()
+            mean = float(np.dot(vs, qs))
+            upside = float(np.dot(np.maximum(np.asarray(vs) - mean, 0), qs))  # E[(X - mean)^+]
+            costs.append(float(max(1, round(upside * rng.uniform(0.2, 1.4)))))
+            values.append(vs)
+            probs.append(qs)
+            prizes.append(float(rng.choice(vs, p=np.asarray(qs) / np.sum(qs))))
+            posted.append(float(max(0, round(mean * float(np.exp(rng.normal(0.0, 0.3)))))))
+        return WeitzmanParams(costs=costs, prize_values=values, prize_probabilities=probs, prizes=prizes,
+                              posted_prizes=posted)
+
+    # --- reference ------------------------------------------------------------------------
+    def solve(self, params: WeitzmanParams) -> Solution:
+        p = params
+        best_box, best = 0, 0.0
+        for i in range(p.boxes):
+            if p.prizes[i] - p.costs[i] > best:
+                best_box, best = i + 1, p.prizes[i] - p.costs[i]
+        actions = [Action(op="open_box", args={"box": best_box}), Action(op="claim_best")] if best_box else [
+            Action(op="finish")]
+        u_star = self.run(p, actions)
+        sigmas = reservation_values(p)
+        online = weitzman_policy(p)
+        facts = {
+            "boxes": p.boxes,
+            "hindsight_box": best_box,
+            "reservation_values": sigmas,
+            "opening_order": opening_order(sigmas),
+            "online_expected_value": weitzman_expected_value(p),
+            "online_utility": self.run(p, online),
+            "online_opened": [a.args["box"] for a in online if a.op == "open_box"],
+            "ceiling": "hindsight: open only the best box knowing every prize",
+        }
+        return Solution(u_star, actions, "hindsight maximum over boxes; Weitzman reservation values for the online "
+                        "policy", facts)
+
+    def default_actions(self, params: WeitzmanParams) -> list[Action]:
+        """Open, by decreasing posted prize minus cost, every box whose posted margin is positive."""
+        p = params
+        margins = [p.posted_prizes[i] - p.costs[i] for i in range(p.boxes)]
+        actions = [Action(op="read_posted_prize", args={"box": 1})]
+        for i in sorted(range(p.boxes), key=lambda i: (-margins[i], i)):
+            if margins[i] <= 0:
+                break
+            actions.append(Action(op="open_box", args={"box": i + 1}))
+        actions.append(Action(op="claim_best"))
+        return actions
+
+    def baseline_actions(self, params: WeitzmanParams) -> dict[str, list[Action]]:
+        return {"online_optimal": weitzman_policy(params)}
+
+    # --- dynamics -------------------------------------------------------------------------
+    def operations(self, params: WeitzmanParams) -> list[OperationSpec]:
+        box = {"box": ArgSpec(type="integer", description="number of the option", minimum=1, maximum=params.boxes)}
+        return [
+            OperationSpec(name="probe_cost", kind="probe", summary="the opening cost of one box", args=box),
+            OperationSpec(name="probe_prize_distribution", kind="probe",
+                          summary="the possible prizes of one box and the probability of each", args=box),
+            OperationSpec(name="probe_all_costs", kind="probe", summary="the opening cost of every box"),
+            OperationSpec(name="read_posted_prize", kind="info", summary="the posted expected prize of one box",
+                          args=box, decoy=True),
+            OperationSpec(name="list_boxes", kind="info", summary="the box numbers and which are still closed"),
+            OperationSpec(name="view_opened", kind="info",
+                          summary="the opened boxes, their prizes, the best prize and the costs paid"),
+            OperationSpec(name="inspect_box", kind="info",
+                          summary="whether one box is open and, if so, its prize", args=box),
+            OperationSpec(name="open_box", kind="decision", summary="pay the cost of one closed box and see its prize",
+                          args=box),
+            OperationSpec(name="claim_best", kind="clock", summary="stop searching and keep the best prize found"),
+            OperationSpec(name="finish", kind="clock", summary="stop now; the best prize found so far stands"),
+        ]
+
+    def initial_state(self, params: WeitzmanParams) -> dict[str, Any]:
+        return {"opened": [], "claimed": False, "finished": False}
+
+    def _summary(self, p: WeitzmanParams, state: dict[str, Any]) -> dict[str, Any]:
+        opened = state["opened"]
+        return {"opened": [{"box": j, "prize": p.prizes[j - 1]} for j in opened],
+                "best_prize": max((p.prizes[j - 1] for j in opened), default=0.0),
+                "costs_paid": float(sum(p.costs[j - 1] for j in opened))}
+
+    def apply(self, params: WeitzmanParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
+        p, op, args = params, action.op, action.args
+        if op == "probe_cost":
+            j = require_int(args, "box", 1, p.boxes)
+            return {"box": j, "opening_cost": p.costs[j - 1]}
+        if op == "probe_prize_distribution":
+            j = require_int(args, "box", 1, p.boxes)
+            return {"box": j, "prizes": list(p.prize_values[j - 1]),
+                    "probabilities": list(p.prize_probabilities[j - 1])}
+        if op == "probe_all_costs":
+            return {"opening_costs": {f"box {j}": p.costs[j - 1] for j in range(1, p.boxes + 1)}}
+        if op == "read_posted_prize":
+            j = require_int(args, "box", 1, p.boxes)
+            return {"box": j, "posted_expected_prize": p.posted_prizes[j - 1]}
+        if op == "list_boxes":
+            return {"boxes": list(range(1, p.boxes + 1)),
+                    "closed": [j for j in range(1, p.boxes + 1) if j not in state["opened"]]}
+        if op == "view_opened":
+            return self._summary(p, state)
+        if op == "inspect_box":
+            j = require_int(args, "box", 1, p.boxes)
+            if j in state["opened"]:
+                return {"box": j, "open": True, "prize": p.prizes[j - 1]}
+            return {"box": j, "open": False}
+        if op == "open_box":
+            j = require_int(args, "box", 1, p.boxes)
+            if self.finished(state):
+                raise ActionError("the search is over")
+            if j in state["opened"]:
+                raise ActionError(f"box {j} is already open")
+            state["opened"] = [*state["opened"], j]
+            return {"box": j, "prize": p.prizes[j - 1], "cost": p.costs[j - 1], **self._summary(p, state)}
+        if op in ("claim_best", "finish"):
+            if self.finished(state):
+                raise ActionError("the search is over")
+            state.update(claimed=op == "claim_best", finished=True)
+            return {**self._summary(p, state), "finished": True}
+        raise ActionError(f"unknown operation {op!r}")
+
+    def utility(self, params: WeitzmanParams, state: dict[str, Any]) -> float:
+        opened = state["opened"]
+        if not opened:
+            return 0.0
+        return float(max(params.prizes[j - 1] for j in opened) - sum(params.costs[j - 1] for j in opened))
+
+    # --- rendering facts ------------------------------------------------------------------
+    def describe(self, params: WeitzmanParams, vocab: dict[str, str]) -> str:
+        p, v = params, vocab
+        rows = []
+        for i in range(p.boxes):
+            odds = ", ".join(f"{x:g} with probability {q:g}"
+                             for x, q in zip(p.prize_values[i], p.prize_probabilities[i], strict=True))
+            name = v['option'][:1].upper() + v['option'][1:]
+            rows.append(f"{name} {i + 1}: costs {p.costs[i]:g} {v['currency']} to investigate; its value is "
+                        f"{odds}; {v['sticker']} {p.posted_prizes[i]:g}")
+        return (
+            f"There are {p.boxes} {v['options']}. Investigating one {v['option']} costs its fee and reveals its "
+            f"value, drawn independently from its own distribution and seen only once investigated. "
+            f"{v['options'][:1].upper() + v['options'][1:]} are investigated one at a time, in any order, and "
+            f"the search can stop at any time; the best value found is kept (nothing found counts as 0). The "
+            f"result is the best value found minus every fee paid, in {v['currency']}. {'. '.join(rows)}. The "
+            f"{v['sticker']} is a posted expected value, not the value."
+        )
+
+    def secret_numbers(self, params: WeitzmanParams) -> list[float]:
+        p = params
+        return [*p.costs, *(x for row in p.prize_values for x in row),
+                *(q for row in p.prize_probabilities for q in row), *p.prizes]
+
+    def public_numbers(self, params: WeitzmanParams) -> list[float]:
+        return [params.boxes, *range(1, params.boxes + 1)]
+
+    def probe_allowance(self, params: WeitzmanParams) -> int:
+        return params.boxes + 1  # every prize distribution and all the costs at once
+
+
+register(WeitzmanSearch())

@@ -1,0 +1,357 @@
+"""weitzman_search: Weitzman's policy against an exact DP over (opened set, best prize so far), reservation
+values against bisection, the hindsight ceiling against every opening sequence on every draw, data form,
+refusals, policies, rendering."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import time
+from functools import cache
+
+import numpy as np
+import pytest
+
+import mechanisms
+from mechanisms.base import ActionError
+from mechanisms.weitzman_search import (
+    WeitzmanParams,
+    opening_order,
+    reservation_value,
+    reservation_values,
+    weitzman_expected_value,
+    weitzman_policy,
+)
+from schemas.envspec import Action
+from setter.corpus import VOCAB_KEYS
+
+M = mechanisms.get("weitzman_search")
+VOCAB = {k: k for k in VOCAB_KEYS}
+
+
+def _sample(i: int, size: int | None = None, horizon: int | None = None) -> WeitzmanParams:
+    return M.sample(np.random.default_rng([23, i]), size or M.default_size, horizon or M.default_horizon)
+
+
+def _with_prizes(p: WeitzmanParams, prizes) -> WeitzmanParams:
+    return M.params_from_data({**p.model_dump(), "prizes": [float(x) for x in prizes]})
+
+
+def _draws(p: WeitzmanParams):
+    """Every prize vector and its probability."""
+    for combo in itertools.product(*(range(len(v)) for v in p.prize_values)):
+        prizes = [p.prize_values[i][k] for i, k in enumerate(combo)]
+        yield prizes, float(np.prod([p.prize_probabilities[i][k] for i, k in enumerate(combo)]))
+
+
+def _dp_optimum(p: WeitzmanParams) -> float:
+    """The best expected value over all online policies: exact DP over (opened set, best prize so far)."""
+    n = p.boxes
+
+    @cache
+    def value(opened: int, best: float) -> float:
+        options = [best]  # stop and keep the best prize found (0 if nothing was opened)
+        for i in range(n):
+            if not opened >> i & 1:
+                options.append(-p.costs[i] + sum(q * value(opened | 1 << i, max(best, x))
+                                                 for x, q in zip(p.prize_values[i], p.prize_probabilities[i],
+                                                                 strict=True)))
+        return max(options)
+
+    return value(0, 0.0)
+
+
+def _expected_online(p: WeitzmanParams) -> float:
+    """The recorded online policy played through the dynamics on every prize vector, weighted."""
+    total = 0.0
+    for prizes, prob in _draws(p):
+        q = _with_prizes(p, prizes)
+        total += prob * M.run(q, M.baseline_actions(q)["online_optimal"])
+    return total
+
+
+def _bisect_reservation(values, probs, cost) -> float:
+    def f(sigma):
+        return sum(q * max(x - sigma, 0.0) for x, q in zip(values, probs, strict=True))
+
+    low, high = min(values) - cost - 1.0, max(values)
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if f(mid) > cost else (low, mid)
+    return (low + high) / 2
+
+
+TINY = [(2, 2), (3, 2), (3, 3), (4, 2), (4, 3), (5, 2)]
+
+
+@pytest.mark.parametrize("knobs", TINY)
+@pytest.mark.parametrize("i", range(5))
+def test_weitzman_policy_equals_the_exact_dp_optimum(knobs, i):
+    p = M.sample(np.random.default_rng([24, *knobs, i]), *knobs)
+    optimum = _dp_optimum(p)
+    assert weitzman_expected_value(p) == pytest.approx(optimum, abs=1e-9)
+    assert _expected_online(p) == pytest.approx(optimum, abs=1e-9)
+    assert M.solve(p).facts["online_expected_value"] == pytest.approx(optimum, abs=1e-9)
+
+
+@pytest.mark.parametrize("data", [
+    # a free box, a box not worth opening (negative reservation value), a certain prize
+    {"costs": [0, 30, 4], "prize_values": [[5, 9], [0, 40], [12]], "prize_probabilities": [[0.5, 0.5], [0.5, 0.5], [1]],
+     "prizes": [5, 40, 12]},
+    # equal reservation values (ties broken by the lower number)
+    {"costs": [10, 10], "prize_values": [[0, 100], [0, 100]], "prize_probabilities": [[0.5, 0.5], [0.5, 0.5]],
+     "prizes": [0, 100]},
+    # a risky box with the lower mean but the higher reservation value
+    {"costs": [2, 2, 6], "prize_values": [[0, 90], [40, 50], [10, 20, 30]],
+     "prize_probabilities": [[0.85, 0.15], [0.5, 0.5], [0.2, 0.3, 0.5]], "prizes": [90, 40, 30]},
+])
+def test_weitzman_policy_equals_the_dp_on_edge_cases(data):
+    p = M.params_from_data(data)
+    assert weitzman_expected_value(p) == pytest.approx(_dp_optimum(p), abs=1e-9)
+    assert _expected_online(p) == pytest.approx(_dp_optimum(p), abs=1e-9)
+
+
+def test_reservation_values_solve_the_indifference_equation():
+    assert reservation_value([0, 100], [0.5, 0.5], 10) == 80.0
+    assert reservation_value([10, 20, 30], [0.2, 0.3, 0.5], 20) == pytest.approx(3.0, abs=1e-12)
+    assert reservation_value([10, 20, 30], [0.2, 0.3, 0.5], 0) == 30.0
+    assert reservation_value([7], [1.0], 3) == 4.0
+    for i in range(40):
+        p = _sample(400 + i, int(2 + i % 8), int(2 + i % 5))
+        for j in range(p.boxes):
+            values, probs, cost = p.prize_values[j], p.prize_probabilities[j], p.costs[j]
+            sigma = reservation_value(values, probs, cost)
+            assert sum(q * max(x - sigma, 0) for x, q in zip(values, probs, strict=True)) == pytest.approx(cost)
+            assert sigma == pytest.approx(_bisect_reservation(values, probs, cost), abs=1e-7)
+    assert opening_order([3.0, 5.0, 3.0, -1.0]) == [2, 1, 3, 4]
+
+
+@pytest.mark.parametrize("knobs", [(2, 2), (3, 2), (3, 3), (4, 2)])
+@pytest.mark.parametrize("i", range(3))
+def test_the_hindsight_ceiling_bounds_every_opening_sequence_on_every_draw(knobs, i):
+    p = M.sample(np.random.default_rng([25, *knobs, i]), *knobs)
+    sequences = [seq for r in range(p.boxes + 1) for seq in itertools.permutations(range(1, p.boxes + 1), r)]
+    for prizes, _ in _draws(p):
+        q = _with_prizes(p, prizes)
+        u_star = M.solve(q).u_star
+        payoffs = [M.run(q, [*(Action(op="open_box", args={"box": b}) for b in seq), Action(op="claim_best")])
+                   for seq in sequences]
+        assert max(payoffs) == pytest.approx(u_star, abs=1e-9)  # some policy reaches it on this draw
+        assert all(u <= u_star + 1e-9 for u in payoffs)
+        assert M.run(q, M.solve(q).optimal_actions) == u_star
+
+
+def test_solver_facts_and_baseline():
+    for i in range(10):
+        p = _sample(i)
+        o = M.outcome(p)
+        facts = o.solution.facts
+        sigmas = reservation_values(p)
+        assert facts["reservation_values"] == sigmas and facts["opening_order"] == opening_order(sigmas)
+        assert facts["online_utility"] == o.baselines["online_optimal"] <= o.solution.u_star
+        assert facts["online_opened"] == [a.args["box"] for a in weitzman_policy(p) if a.op == "open_box"]
+        json.dumps(facts)
+        box = facts["hindsight_box"]
+        assert o.solution.u_star == (p.prizes[box - 1] - p.costs[box - 1] if box else 0.0)
+        assert o.u_idle == 0.0
+
+
+def test_weitzman_policy_stops_once_the_best_prize_reaches_the_next_reservation_value():
+    p = M.params_from_data({"costs": [2, 2, 6], "prize_values": [[0, 90], [40, 50], [10, 20, 30]],
+                            "prize_probabilities": [[0.85, 0.15], [0.5, 0.5], [0.2, 0.3, 0.5]],
+                            "prizes": [0, 50, 30]})
+    sigmas = reservation_values(p)
+    assert sigmas == pytest.approx([90 - 2 / 0.15, 46.0, 18.75])
+    assert opening_order(sigmas) == [1, 2, 3]
+    assert weitzman_policy(p) == [Action(op="open_box", args={"box": 1}), Action(op="open_box", args={"box": 2}),
+                                  Action(op="claim_best")]
+    assert M.run(p, weitzman_policy(p)) == 46.0 and M.solve(p).u_star == 48.0
+    lucky = _with_prizes(p, [90, 50, 30])
+    assert weitzman_policy(lucky) == [Action(op="open_box", args={"box": 1}), Action(op="claim_best")]
+    nothing = M.params_from_data({"costs": [50], "prize_values": [[0, 40]], "prize_probabilities": [[0.5, 0.5]],
+                                  "prizes": [40]})
+    assert weitzman_policy(nothing) == [Action(op="claim_best")] and M.run(nothing, weitzman_policy(nothing)) == 0.0
+    assert M.solve(nothing).u_star == 0.0 and M.solve(nothing).optimal_actions == [Action(op="finish")]
+
+
+def test_same_seed_and_data_round_trip():
+    for i in range(5):
+        assert _sample(i) == _sample(i)
+        assert M.params_from_data(_sample(i).model_dump()) == _sample(i)
+        assert M.params_from_data(json.loads(json.dumps(_sample(i).model_dump()))) == _sample(i)
+    assert _sample(0) != _sample(1)
+    p = M.params_from_data({"costs": [1, 2], "prize_values": [[0, 10], [4]], "prize_probabilities": [[0.5, 0.5], [1]],
+                            "prizes": [10, 4]})
+    assert p.posted_prizes == [5.0, 4.0]
+
+
+CORNERS = [(M.size_range[0], M.horizon_range[0]), (M.size_range[1], M.horizon_range[1])]
+
+
+@pytest.mark.parametrize("knobs", [*M.difficulty_grid, *CORNERS])
+def test_sampling_is_valid_across_the_knobs(knobs):
+    size, horizon = knobs
+    for i in range(5):
+        p = _sample(60 + i, size, horizon)
+        assert p.boxes == size and all(len(v) == horizon for v in p.prize_values)
+        assert min(p.costs) >= 1
+        solution = M.solve(p)
+        assert M.run(p, solution.optimal_actions) == solution.u_star
+
+
+def test_contract_shape():
+    p = _sample(0)
+    ops = M.operations(p)
+    assert len(ops) >= 10 and {op.kind for op in ops} == {"probe", "info", "decision", "clock"}
+    assert [op.name for op in ops if op.decoy] == ["read_posted_prize"]
+    assert "finish" in {op.name for op in ops} and len({op.name for op in ops}) == len(ops)
+    for op in ops:
+        for arg in op.args.values():
+            assert arg.type == "integer" and arg.minimum == 1 and arg.maximum == p.boxes
+    assert M.group == "far_ood_structure" and M.version == 1
+    assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
+               for s, h in M.difficulty_grid)
+    assert 3 <= len(M.difficulty_grid) <= 6
+    assert M.probe_allowance(p) == p.boxes + 1
+    json.dumps(M.initial_state(p))
+
+
+def test_describe_states_the_known_instance_but_not_the_draws():
+    p = M.params_from_data({"costs": [3, 11], "prize_values": [[17, 61], [23, 47, 89]],
+                            "prize_probabilities": [[0.35, 0.65], [0.5, 0.3, 0.2]], "prizes": [61, 89],
+                            "posted_prizes": [55, 70]})
+    text = M.describe(p, VOCAB)
+    for number in ("2 options", " 3 ", " 11 ", "17", "61", "23", "47", "89", "0.35", "0.65", "0.2", "55", "70"):
+        assert number in text
+    assert "seen only once investigated" in text
+    assert set(M.secret_numbers(p)) >= {3, 11, 17, 61, 23, 47, 89, 0.35}
+    assert M.public_numbers(p) == [2, 1, 2]
+
+
+def test_probes_and_views_never_show_an_unopened_prize():
+    p = M.params_from_data({"costs": [3, 11], "prize_values": [[17, 61], [23, 47, 89]],
+                            "prize_probabilities": [[0.35, 0.65], [0.5, 0.3, 0.2]], "prizes": [61, 47],
+                            "posted_prizes": [55, 70]})
+    state = M.initial_state(p)
+    replies = [M.apply(p, state, Action(op=op.name, args={"box": 1} if op.args else {}))
+               for op in M.operations(p) if op.kind in ("probe", "info") and op.name != "probe_prize_distribution"]
+    replies += [M.apply(p, state, Action(op="inspect_box", args={"box": 2}))]
+    assert all("61" not in json.dumps(r) and "47" not in json.dumps(r) for r in replies)
+    reply = M.apply(p, state, Action(op="open_box", args={"box": 2}))
+    assert reply["prize"] == 47 and reply["best_prize"] == 47 and reply["costs_paid"] == 11
+    assert M.apply(p, state, Action(op="inspect_box", args={"box": 2})) == {"box": 2, "open": True, "prize": 47.0}
+    assert M.apply(p, state, Action(op="list_boxes"))["closed"] == [1]
+    M.apply(p, state, Action(op="open_box", args={"box": 1}))
+    assert M.utility(p, state) == 61 - 14
+    M.apply(p, state, Action(op="claim_best"))
+    assert M.finished(state) and state["claimed"]
+
+
+def test_default_trusts_the_sticker_and_opens_every_box_with_a_positive_posted_margin():
+    p = M.params_from_data({"costs": [5, 5, 5, 30], "prize_values": [[0, 40], [10, 30], [20, 25], [0, 100]],
+                            "prize_probabilities": [[0.5, 0.5]] * 4, "prizes": [40, 10, 25, 100],
+                            "posted_prizes": [20, 50, 4, 60]})
+    actions = M.default_actions(p)
+    assert actions[0].op == "read_posted_prize"
+    assert [a.args.get("box") for a in actions[1:]] == [2, 4, 1, None]  # margins 45, 30, 15; box 3 is -1
+    assert actions[-1] == Action(op="claim_best")
+    assert M.run(p, actions) == 100 - 40 and M.solve(p).u_star == 70.0
+    assert not any(M.operation(p, a.op).kind == "probe" for a in actions)
+
+
+def test_default_is_below_the_ceiling_and_inside_the_band():
+    low, high = M.u0_band
+    inside = 0
+    for i in range(100):
+        o = M.outcome(_sample(i))
+        u_star = o.solution.u_star
+        assert u_star > o.u_idle and o.u0 <= u_star
+        g = (o.u0 - o.u_idle) / (u_star - o.u_idle)
+        inside += low <= g <= high and o.u0 < u_star
+    assert inside >= 90
+
+
+def test_invalid_actions_raise_and_leave_the_state_unchanged():
+    p = _sample(2)
+    fresh, opened, done = M.initial_state(p), M.initial_state(p), M.initial_state(p)
+    M.apply(p, opened, Action(op="open_box", args={"box": 1}))
+    M.apply(p, done, Action(op="open_box", args={"box": 2}))
+    M.apply(p, done, Action(op="claim_best"))
+    bad = [Action(op="no_such_op"), Action(op="open_box"), Action(op="open_box", args={"box": 0}),
+           Action(op="open_box", args={"box": p.boxes + 1}), Action(op="open_box", args={"box": "1"}),
+           Action(op="open_box", args={"box": 1.5}), Action(op="open_box", args={"box": True}),
+           Action(op="probe_cost", args={"box": None}), Action(op="probe_cost", args={"box": float("nan")}),
+           Action(op="inspect_box", args={"box": float("inf")}), Action(op="read_posted_prize", args={"box": -3})]
+    for state in (fresh, opened, done):
+        extra = {id(opened): [Action(op="open_box", args={"box": 1})],
+                 id(done): [Action(op="open_box", args={"box": 3}), Action(op="claim_best"), Action(op="finish")]}
+        for action in [*bad, *extra.get(id(state), [])]:
+            before = copy.deepcopy(state)
+            with pytest.raises(ActionError):
+                M.apply(p, state, action)
+            assert state == before
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"costs": [1, 2], "prize_values": [[1, 2]], "prize_probabilities": [[0.5, 0.5]], "prizes": [1]},
+     "prize_values must have one entry per box"),
+    ({"costs": [1], "prize_values": [[1, 2]], "prize_probabilities": [[0.5, 0.5]], "prizes": [1, 2]},
+     "prizes must have one entry per box"),
+    ({"costs": [-1], "prize_values": [[1, 2]], "prize_probabilities": [[0.5, 0.5]], "prizes": [1]},
+     "costs must be non-negative"),
+    ({"costs": [1], "prize_values": [[2, 1]], "prize_probabilities": [[0.5, 0.5]], "prizes": [1]},
+     "box 1 must be strictly increasing"),
+    ({"costs": [1], "prize_values": [[-1, 2]], "prize_probabilities": [[0.5, 0.5]], "prizes": [2]},
+     "box 1 must be non-negative"),
+    ({"costs": [1], "prize_values": [[1, 2]], "prize_probabilities": [[0.5, 0.4]], "prizes": [1]}, "sum to 1"),
+    ({"costs": [1], "prize_values": [[1, 2]], "prize_probabilities": [[1.0, 0.0]], "prizes": [1]}, "positive"),
+    ({"costs": [1], "prize_values": [[1, 2]], "prize_probabilities": [[1.0]], "prizes": [1]},
+     "one entry per prize value"),
+    ({"costs": [1], "prize_values": [[1, 2]], "prize_probabilities": [[0.5, 0.5]], "prizes": [3]},
+     "prize of box 1"),
+    ({"costs": [1], "prize_values": [[]], "prize_probabilities": [[]], "prizes": [1]}, "1 to 8 values"),
+    ({"costs": [1], "prize_values": [[1, 2]], "prize_probabilities": [[0.5, 0.5]], "prizes": [1],
+      "posted_prizes": [float("nan")]}, "finite"),
+    ({"costs": [], "prize_values": [], "prize_probabilities": [], "prizes": []}, "costs"),
+    ({"costs": [1] * 13, "prize_values": [[1]] * 13, "prize_probabilities": [[1]] * 13, "prizes": [1] * 13},
+     "costs"),
+    ({"costs": [1], "prize_values": [[1, 2]], "prize_probabilities": [[0.5, 0.5]], "prizes": [1], "colour": 1},
+     "colour"),
+    ({"costs": [1], "prize_values": "x", "prize_probabilities": [[0.5, 0.5]], "prizes": [1]}, "prize_values"),
+])
+def test_params_from_data_rejects_bad_data(data, message):
+    with pytest.raises(ValueError, match=message):
+        M.params_from_data(data)
+
+
+def test_random_actions_raise_nothing_but_action_error_and_stay_below_the_ceiling():
+    rng = np.random.default_rng(3)
+    p = _sample(5)
+    ops = M.operations(p)
+    u_star = M.solve(p).u_star
+    state = M.initial_state(p)
+    errors = 0
+    for _ in range(1000):
+        if M.finished(state) and rng.random() < 0.5:
+            state = M.initial_state(p)
+        op = ops[int(rng.integers(len(ops)))]
+        args = {name: [int(rng.integers(-1, p.boxes + 2)), "x", None, 2.5][int(rng.integers(4))]
+                for name in op.args}
+        before = copy.deepcopy(state)
+        try:
+            json.dumps(M.apply(p, state, Action(op=op.name, args=args)))
+        except ActionError:
+            errors += 1
+            assert state == before
+        assert M.utility(p, state) <= u_star + 1e-9
+    assert 0 < errors < 1000
+
+
+def test_solve_is_fast_across_the_grid():
+    for size, horizon in [*M.difficulty_grid, (12, 8)]:
+        p = _sample(7, size, horizon)
+        start = time.perf_counter()
+        for _ in range(10):
+            M.solve(p)
+        assert (time.perf_counter() - start) / 10 < 0.05
