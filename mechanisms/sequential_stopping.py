@@ -141,7 +141,7 @@ class SequentialStopping(Mechanism[StoppingParams]):
     horizon_range = (2, MAX_ROUNDS)  # number of offers (rounds)
     default_size = 5
     default_horizon = 8
-    difficulty_grid = [(3, 4), (4, 6), (5, 8), (6, 12), (8, 20)]
+    difficulty_grid = [(3, 6), (5, 8), (6, 12), (8, 20), (10, 30)]
     u0_band = (-1.5, 0.95)
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> StoppingParams:

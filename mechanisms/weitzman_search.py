@@ -172,7 +172,7 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
     horizon_range = (2, MAX_SUPPORT)  # support size of every prize distribution
     default_size = 6
     default_horizon = 3
-    difficulty_grid = [(3, 2), (4, 3), (6, 3), (8, 4), (10, 5)]
+    difficulty_grid = [(3, 3), (4, 4), (6, 3), (8, 4), (10, 6)]
     u0_band = (-1.0, 0.95)
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> WeitzmanParams:
