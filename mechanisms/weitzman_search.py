@@ -317,18 +317,17 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
         p, v = params, vocab
         rows = []
         for i in range(p.boxes):
-            odds = ", ".join(f"{x:g} with probability {q:g}"
-                             for x, q in zip(p.prize_values[i], p.prize_probabilities[i], strict=True))
-            name = v['option'][:1].upper() + v['option'][1:]
-            rows.append(f"{name} {i + 1}: costs {p.costs[i]:g} {v['currency']} to investigate; its value is "
-                        f"{odds}; {v['sticker']} {p.posted_prizes[i]:g}")
+            values = "/".join(f"{x:g}" for x in p.prize_values[i])
+            odds = "/".join(f"{q:g}" for q in p.prize_probabilities[i])
+            rows.append(f"{v['option']} {i + 1}: fee {p.costs[i]:g}, value {values} with probability {odds}, "
+                        f"{v['sticker']} {p.posted_prizes[i]:g}")
         return (
             f"There are {p.boxes} {v['options']}. Investigating one {v['option']} costs its fee and reveals its "
             f"value, drawn independently from its own distribution and seen only once investigated. "
             f"{v['options'][:1].upper() + v['options'][1:]} are investigated one at a time, in any order, and "
             f"the search can stop at any time; the best value found is kept (nothing found counts as 0). The "
-            f"result is the best value found minus every fee paid, in {v['currency']}. {'. '.join(rows)}. The "
-            f"{v['sticker']} is a posted expected value, not the value."
+            f"result is the best value found minus every fee paid, all in {v['currency']}. The {v['options']}: "
+            f"{'; '.join(rows)}. The {v['sticker']} is a posted expected value, not the value."
         )
 
     def secret_numbers(self, params: WeitzmanParams) -> list[float]:

@@ -222,7 +222,7 @@ def test_describe_states_the_known_instance_but_not_the_draws():
                             "prize_probabilities": [[0.35, 0.65], [0.5, 0.3, 0.2]], "prizes": [61, 89],
                             "posted_prizes": [55, 70]})
     text = M.describe(p, VOCAB)
-    for number in ("2 options", " 3 ", " 11 ", "17", "61", "23", "47", "89", "0.35", "0.65", "0.2", "55", "70"):
+    for number in ("2 options", "fee 3,", "fee 11,", "17", "61", "23", "47", "89", "0.35", "0.65", "0.2", "55", "70"):
         assert number in text
     assert "seen only once investigated" in text
     assert set(M.secret_numbers(p)) >= {3, 11, 17, 61, 23, 47, 89, 0.35}
