@@ -328,6 +328,11 @@ def _plan_actions(p: EcommerceParams, intervals: list[list[tuple[int, int]]]) ->
     return actions
 
 
+def _num(x: float) -> str:
+    """A number as text without exponent notation or trailing zeros."""
+    return np.format_float_positional(float(x), trim="-")
+
+
 def _advance(days: int) -> Action:
     return Action(op="advance_day") if days == 1 else Action(op="advance_days", args={"days": days})
 
@@ -684,19 +689,20 @@ class Ecommerce365(Mechanism[EcommerceParams]):
         rows = []
         for i in range(p.products):
             rows.append(
-                f"{v['product'].capitalize()} {i + 1}: unit cost {p.unit_cost[i]:g}, order fee {p.fixed_cost[i]:g}, "
-                f"holding {p.holding_cost[i]:g}/unit/{per}, lead time {p.lead_time[i]}; prices "
-                f"{'/'.join(f'{x:g}' for x in p.prices[i])} keep {'/'.join(map(str, p.price_response[i]))}% of "
-                f"demand; ads {'/'.join(f'{x:g}' for x in p.ad_costs[i])} per {per} lift it to "
+                f"{v['product'].capitalize()} {i + 1}: unit cost {_num(p.unit_cost[i])}, order fee "
+                f"{_num(p.fixed_cost[i])}, holding {_num(p.holding_cost[i])}/unit/{per}, "
+                f"lead time {p.lead_time[i]}; prices "
+                f"{'/'.join(map(_num, p.prices[i]))} keep {'/'.join(map(str, p.price_response[i]))}% of "
+                f"demand; ads {'/'.join(map(_num, p.ad_costs[i]))} per {per} lift it to "
                 f"{'/'.join(map(str, p.ad_response[i]))}%; {v['sticker']} at price level {p.sticker_price_level[i]}; "
                 f"base demand {per}s 1-{p.horizon}: {' '.join(map(str, p.base_demand[i]))}.")
         return (
-            f"{p.horizon} {per}s; {p.products} {v['products']} share one cash balance, {p.initial_cash:g} "
+            f"{p.horizon} {per}s; {p.products} {v['products']} share one cash balance, {_num(p.initial_cash)} "
             f"{v['currency']} at the start, no stock. Demand of a {v['product']} in a {per} = floor(base x price% x "
             f"ad% / 10000) at its current levels (persistent; they start at price level {p.price_levels // 2 + 1}, ad "
             f"level 1 = off); sales = min(demand, stock). Cash gets sales, pays ads, holding on stock left at each "
             f"{per}'s end, orders (fee + unit cost when placed; they arrive after the lead time, before sales, never "
-            f"after the last {per}) and a fee of {p.daily_fee:g} per {per}. Negative cash at the end of more than "
+            f"after the last {per}) and a fee of {_num(p.daily_fee)} per {per}. Negative cash at the end of more than "
             f"{p.grace_days} {per}s in a row is bankruptcy and ends the run. Leftover stock is worth nothing. "
             + " ".join(rows)
         )

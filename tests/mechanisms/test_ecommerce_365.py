@@ -1,0 +1,428 @@
+"""ecommerce_365: determinism, exactness against exhaustive search, dynamics by hand, bankruptcy, refusals, speed."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+
+import numpy as np
+import pytest
+
+import mechanisms
+from envs.admission import admit
+from envs.environment import MAX_PLAN_STEPS
+from mechanisms.base import ActionError, ParamsError
+from mechanisms.ecommerce_365 import MAX_RANGE, EcommerceParams, _num
+from schemas.envspec import Action
+from setter.corpus import VOCAB_KEYS
+from tests.mechanisms.references.ecommerce_365 import reference
+from tests.support import make_spec
+
+M = mechanisms.get("ecommerce_365")
+VOCAB = {k: k for k in VOCAB_KEYS}
+
+
+def _sample(i: int, size: int | None = None, horizon: int | None = None) -> EcommerceParams:
+    return M.sample(np.random.default_rng([7, i]), size or M.default_size, horizon or M.default_horizon)
+
+
+def _data(**changes) -> dict:
+    """A hand-made one-product, six-day store; keyword arguments replace fields."""
+    data = {
+        "base_demand": [[4, 6, 5, 8, 3, 6]],
+        "forecast": [[5, 5, 5, 5, 5, 5]],
+        "sticker_price_level": [1],
+        "prices": [[10.0, 14.0]],
+        "price_response": [[120, 80]],
+        "ad_costs": [[0.0, 6.0]],
+        "ad_response": [[100, 150]],
+        "unit_cost": [5.0],
+        "fixed_cost": [12.0],
+        "holding_cost": [0.5],
+        "lead_time": [1],
+        "daily_fee": 2.0,
+        "initial_cash": 200.0,
+        "grace_days": 2,
+        "max_order": 100,
+    }
+    data.update(changes)
+    return data
+
+
+def _params(**changes) -> EcommerceParams:
+    return M.params_from_data(_data(**changes))
+
+
+def _play(p, actions):
+    state = M.initial_state(p)
+    for action in actions:
+        if state["finished"]:
+            break
+        M.apply(p, state, action)
+    return state
+
+
+def test_same_seed_gives_the_same_params_and_data_round_trips():
+    for i in range(3):
+        a, b = _sample(i), _sample(i)
+        assert a == b
+        assert M.params_from_data(json.loads(json.dumps(a.model_dump()))) == a
+    assert _sample(0) != _sample(1)
+
+
+def test_contract_shape():
+    p = _sample(0)
+    ops = M.operations(p)
+    assert len(ops) >= 10 and {op.kind for op in ops} == {"probe", "info", "decision", "clock"}
+    assert [op.name for op in ops if op.decoy] == ["read_forecast"]
+    names = {op.name for op in ops}
+    assert {"finish", "advance_day", "advance_days", "set_price", "set_ads", "order_stock", "cancel_order"} <= names
+    for op in ops:
+        for arg in op.args.values():
+            assert arg.type == "integer" and arg.minimum == 1 and arg.maximum is not None
+    assert M.group == "external" and M.version == 1
+    assert M.size_range == (1, 3) and M.horizon_range == (30, 365) and M.default_horizon == 365
+    assert 3 <= len(M.grid()) <= 6
+    assert p.products == M.default_size and p.horizon == 365
+    json.dumps(M.initial_state(p))
+    assert M.probe_allowance(p) == p.products * (4 + 4) + 2
+
+
+def test_solver_facts_say_exact_and_the_replay_reaches_u_star():
+    for knobs in [(1, 30), (2, 365), (3, 300)]:
+        p = _sample(11, *knobs)
+        solution = M.solve(p)
+        assert solution.facts["exact"] is True
+        assert "Wagner-Whitin" in solution.facts["method"]
+        assert solution.facts["relaxation_value"] == pytest.approx(solution.u_star, rel=1e-9)
+        assert M.run(p, solution.optimal_actions) == solution.u_star
+        state = _play(p, solution.optimal_actions)
+        assert state["finished"] and not state["bankrupt"] and state["day"] == p.horizon
+        assert len(solution.optimal_actions) <= MAX_PLAN_STEPS
+        assert solution.u_star >= 0
+
+
+@pytest.mark.parametrize("i", range(16))
+def test_solver_matches_exhaustive_search_on_tiny_instances(i):
+    rng = np.random.default_rng([8, i])
+    p = M.sample(rng, int(rng.integers(1, 3)), int(rng.integers(3, 8)))
+    assert M.solve(p).u_star == pytest.approx(reference(M, p), rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("changes", [
+    {},
+    {"holding_cost": [3.0]},  # old units are expensive: shorter intervals, dearer prices late in an interval
+    {"fixed_cost": [60.0]},  # one big order
+    {"fixed_cost": [0.0], "holding_cost": [0.0]},
+    {"lead_time": [3]},
+    {"base_demand": [[0, 0, 9, 0, 9, 0]]},  # idle days in between
+    {"prices": [[5.5, 14.0]], "holding_cost": [1.2]},  # the cheap level loses money on old units
+    {"ad_costs": [[0.0, 40.0]]},  # advertising never pays
+    {"price_response": [[300, 10]], "ad_response": [[100, 300]], "max_order": 1000},
+])
+def test_solver_matches_exhaustive_search_on_hand_made_instances(changes):
+    p = _params(**changes)
+    solution = M.solve(p)
+    assert solution.u_star == pytest.approx(reference(M, p), rel=1e-9, abs=1e-9)
+    assert M.run(p, solution.optimal_actions) == solution.u_star
+
+
+def test_two_products_share_cash_and_the_optimum_is_the_sum():
+    one = _params()
+    other = _params(base_demand=[[7, 2, 9, 1, 6, 5]], unit_cost=[3.0], lead_time=[2])
+    both = M.params_from_data({
+        **_data(), **{k: one.model_dump()[k] + other.model_dump()[k] for k in (
+            "base_demand", "forecast", "sticker_price_level", "prices", "price_response", "ad_costs",
+            "ad_response", "unit_cost", "fixed_cost", "holding_cost", "lead_time")}})
+    fee_and_cash = both.initial_cash - both.daily_fee * both.horizon
+    expected = M.solve(one).u_star + M.solve(other).u_star - fee_and_cash
+    assert M.solve(both).u_star == pytest.approx(expected, rel=1e-9)
+    assert M.solve(both).u_star == pytest.approx(reference(M, both), rel=1e-9)
+
+
+def test_one_day_by_hand():
+    p = _params()
+    state = M.initial_state(p)
+    assert state["price"] == [1] and state["ads"] == [0]  # middle price level of two is level 2
+    M.apply(p, state, Action(op="order_stock", args={"product": 1, "quantity": 10}))
+    obs = M.apply(p, state, Action(op="advance_day"))
+    assert obs["sold"] == [0] and state["stock"] == [10]  # arrives at the start of day 2
+    assert state["cash"] == pytest.approx(200 - 12 - 5 * 10 - 2)
+    M.apply(p, state, Action(op="set_ads", args={"product": 1, "level": 2}))
+    obs = M.apply(p, state, Action(op="advance_day"))
+    demand = 6 * 80 * 150 // 10000  # day 2 at price level 2 with ads: 7 units
+    left = 10 - demand
+    assert obs["sold"] == [demand] and state["stock"] == [left]
+    assert state["cash"] == pytest.approx(136 + 14 * demand - 6 - 0.5 * left - 2)
+
+
+def test_finish_runs_an_autopilot_that_still_receives_orders():
+    p = _params()
+    state = M.initial_state(p)
+    M.apply(p, state, Action(op="set_ads", args={"product": 1, "level": 2}))
+    M.apply(p, state, Action(op="order_stock", args={"product": 1, "quantity": 20}))
+    M.apply(p, state, Action(op="advance_day"))
+    M.apply(p, state, Action(op="order_stock", args={"product": 1, "quantity": 5}))  # dropped at finish
+    projected = M.utility(p, state)
+    obs = M.apply(p, state, Action(op="finish"))
+    assert obs["finished"] and obs["autopilot"] and state["finished"]
+    assert M.utility(p, state) == pytest.approx(projected)
+    # autopilot: price level 2, ads off, no more orders; sells the 20 units over days 2..6
+    sold = 0
+    cash = 200 - 6 - 12 - 100 - 2
+    stock = 20
+    for t in range(1, 6):
+        s = min(p.base_demand[0][t] * 80 // 100, stock)
+        stock -= s
+        sold += s
+        cash += 14 * s - 0.5 * stock - 2
+    assert state["cash"] == pytest.approx(cash)
+    with pytest.raises(ActionError, match="over"):
+        M.apply(p, state, Action(op="advance_day"))
+
+
+def test_idle_policy_pays_the_fee_every_day():
+    p = _params()
+    assert M.run(p, M.idle_actions(p)) == pytest.approx(200 - 6 * 2)
+
+
+def test_bankruptcy_ends_the_run_after_more_than_grace_days_in_the_red():
+    p = _params(initial_cash=10.0, daily_fee=4.0, grace_days=1, base_demand=[[0] * 6])
+    state = M.initial_state(p)
+    obs = M.apply(p, state, Action(op="advance_days", args={"days": 3}))  # 6, 2, -2
+    assert state["cash"] == pytest.approx(-2) and state["negative_days"] == 1 and not state["bankrupt"]
+    obs = M.apply(p, state, Action(op="advance_days", args={"days": 3}))  # -6: second day in the red
+    assert obs["bankrupt"] and obs["bankrupt_on_day"] == 4 and obs["finished"]
+    assert obs["closed_days"] == [4, 4]
+    assert state["bankrupt"] and state["finished"] and M.utility(p, state) == pytest.approx(-6)
+    view = M.apply(p, state, Action(op="view_account"))
+    assert view["bankrupt"] is True
+    before = copy.deepcopy(state)
+    for action in (Action(op="set_price", args={"product": 1, "level": 1}), Action(op="finish"),
+                   Action(op="order_stock", args={"product": 1, "quantity": 1})):
+        with pytest.raises(ActionError, match="bankrupt"):
+            M.apply(p, state, action)
+    assert state == before
+    assert M.run(p, M.idle_actions(p)) == pytest.approx(-6)
+
+
+def test_a_relaxed_optimum_that_goes_bankrupt_is_not_certified():
+    p = _params(initial_cash=0.0, fixed_cost=[50.0], grace_days=0)
+    with pytest.raises(ValueError, match="not certified"):
+        M.solve(p)
+
+
+def test_sample_raises_a_clear_error_when_no_draw_is_certified(monkeypatch):
+    monkeypatch.setattr(M, "_draw", lambda rng, n, T: _params(initial_cash=0.0, fixed_cost=[50.0], grace_days=0))
+    with pytest.raises(RuntimeError, match="certified"):
+        M.sample(np.random.default_rng(0), 1, 6)
+
+
+def test_default_trusts_the_sticker_and_never_probes():
+    for i in range(5):
+        p = _sample(i)
+        actions = M.default_actions(p)
+        kinds = {op.name: op.kind for op in M.operations(p)}
+        assert actions[0].op == "read_forecast"
+        assert not any(kinds[a.op] == "probe" for a in actions)
+        state = _play(p, actions)
+        assert state["price"] == [s - 1 for s in p.sticker_price_level]
+        assert state["ads"] == [p.ad_levels // 2] * p.products
+        assert sum(a.op == "order_stock" for a in actions) > p.horizon // 2  # orders (almost) every day
+        o = M.outcome(p)
+        assert o.u0 < o.solution.u_star
+        low, high = M.u0_band
+        assert low <= (o.u0 - o.u_idle) / (o.solution.u_star - o.u_idle) <= high
+
+
+def test_optimal_plan_changes_settings_only_when_they_differ_and_merges_clock_steps():
+    p = _sample(3)
+    actions = M.solve(p).optimal_actions
+    current = {("set_price", i): p.price_levels // 2 + 1 for i in range(1, p.products + 1)}
+    current |= {("set_ads", i): 1 for i in range(1, p.products + 1)}
+    for a in actions:
+        if a.op in ("set_price", "set_ads"):
+            key = (a.op, a.args["product"])
+            assert a.args["level"] != current[key]
+            current[key] = a.args["level"]
+    for a, b in zip(actions, actions[1:], strict=False):
+        assert not (a.op.startswith("advance") and b.op.startswith("advance"))
+    assert sum(a.op == "advance_days" for a in actions) > 0
+
+
+def test_no_random_plan_beats_the_optimum():
+    rng = np.random.default_rng(3)
+    for i in range(6):
+        p = _sample(20 + i, 2, 60)
+        u_star = M.solve(p).u_star
+        for _ in range(15):
+            actions = []
+            for _ in range(p.horizon):
+                for product in range(1, p.products + 1):
+                    if rng.random() < 0.3:
+                        actions.append(Action(op="set_price", args={"product": product,
+                                                                    "level": int(rng.integers(1, 5))}))
+                    if rng.random() < 0.3:
+                        actions.append(Action(op="set_ads", args={"product": product,
+                                                                  "level": int(rng.integers(1, 4))}))
+                    if rng.random() < 0.25 and len(actions) < 10**6:
+                        actions.append(Action(op="order_stock", args={"product": product,
+                                                                      "quantity": int(rng.integers(1, 400))}))
+                actions.append(Action(op="advance_day"))
+            state = M.initial_state(p)
+            for a in actions:
+                if state["finished"]:
+                    break
+                try:
+                    M.apply(p, state, a)
+                except ActionError:
+                    continue
+            assert M.utility(p, state) <= u_star + 1e-9 * abs(u_star)
+
+
+def test_perturbing_the_optimal_plan_never_helps():
+    p = _sample(5, 1, 90)
+    solution = M.solve(p)
+    rng = np.random.default_rng(1)
+    orders = [k for k, a in enumerate(solution.optimal_actions) if a.op == "order_stock"]
+    settings = [k for k, a in enumerate(solution.optimal_actions) if a.op in ("set_price", "set_ads")]
+    for _ in range(40):
+        actions = list(solution.optimal_actions)
+        k = int(rng.choice(orders))
+        q = actions[k].args["quantity"] + int(rng.choice([-3, -1, 1, 3]))
+        if q >= 1:
+            actions[k] = Action(op="order_stock", args={**actions[k].args, "quantity": q})
+        if settings and rng.random() < 0.5:
+            s = int(rng.choice(settings))
+            top = p.price_levels if actions[s].op == "set_price" else p.ad_levels
+            actions[s] = Action(op=actions[s].op, args={**actions[s].args, "level": int(rng.integers(1, top + 1))})
+        assert M.run(p, actions) <= solution.u_star + 1e-9 * solution.u_star
+
+
+def test_invalid_actions_raise_and_leave_the_state_unchanged():
+    p = _params(lead_time=[2])
+    state = M.initial_state(p)
+    M.apply(p, state, Action(op="advance_days", args={"days": 4}))  # today is day 5 of 6
+    before = copy.deepcopy(state)
+    bad = [
+        Action(op="order_stock", args={"product": 1, "quantity": 3}),  # would arrive on day 7
+        Action(op="order_stock", args={"product": 2, "quantity": 3}),
+        Action(op="order_stock", args={"product": 1, "quantity": 101}),
+        Action(op="cancel_order", args={"product": 1}),  # nothing pending
+        Action(op="advance_days", args={"days": 3}),  # only 2 left
+        Action(op="set_price", args={"product": 1, "level": 3}),
+        Action(op="set_ads", args={"product": 1, "level": 0}),
+        Action(op="set_ads", args={"product": 1, "level": 1.5}),
+        Action(op="probe_base_demand", args={"product": 1, "first_day": 4, "last_day": 2}),
+        Action(op="read_forecast", args={"product": 1, "first_day": 1, "last_day": 7}),
+        Action(op="probe_costs", args={"product": "1"}),
+        Action(op="advance_days", args={"days": float("nan")}),
+        Action(op="no_such_operation"),
+    ]
+    for action in bad:
+        with pytest.raises(ActionError):
+            M.apply(p, state, action)
+        assert state == before
+    long = _sample(0)
+    with pytest.raises(ActionError, match=f"at most {MAX_RANGE}"):
+        M.apply(long, M.initial_state(long),
+                Action(op="probe_base_demand", args={"product": 1, "first_day": 1, "last_day": MAX_RANGE + 1}))
+
+
+def test_orders_accumulate_and_cancel():
+    p = _params()
+    state = M.initial_state(p)
+    M.apply(p, state, Action(op="order_stock", args={"product": 1, "quantity": 30}))
+    assert M.apply(p, state, Action(op="order_stock", args={"product": 1, "quantity": 20}))["pending_order"] == 50
+    with pytest.raises(ActionError, match="total"):
+        M.apply(p, state, Action(op="order_stock", args={"product": 1, "quantity": 51}))
+    assert M.apply(p, state, Action(op="cancel_order", args={"product": 1}))["pending_order"] == 0
+    M.apply(p, state, Action(op="order_stock", args={"product": 1, "quantity": 7}))
+    M.apply(p, state, Action(op="advance_day"))
+    view = M.apply(p, state, Action(op="view_pipeline"))
+    assert view == {"on_the_way": [], "pending_today": [0]} and state["stock"] == [7]  # lead time 1: arrived
+
+
+def test_probes_and_views_report_the_instance():
+    p = _sample(2, 2, 120)
+    state = M.initial_state(p)
+    obs = M.apply(p, state, Action(op="probe_base_demand", args={"product": 2, "first_day": 10, "last_day": 20}))
+    assert obs["base_demand"] == p.base_demand[1][9:20]
+    obs = M.apply(p, state, Action(op="read_forecast", args={"product": 1, "first_day": 1, "last_day": 5}))
+    assert obs["forecast"] == p.forecast[0][:5] and obs["at_price_level"] == p.sticker_price_level[0]
+    assert M.apply(p, state, Action(op="probe_lead_time", args={"product": 2}))["lead_time_days"] == p.lead_time[1]
+    obs = M.apply(p, state, Action(op="probe_price_response", args={"product": 1}))
+    assert [lv["price"] for lv in obs["levels"]] == p.prices[0]
+    obs = M.apply(p, state, Action(op="probe_ad_response", args={"product": 1}))
+    assert [lv["demand_percent"] for lv in obs["levels"]] == p.ad_response[0]
+    obs = M.apply(p, state, Action(op="probe_costs", args={"product": 2}))
+    assert obs["fixed_cost_per_order"] == p.fixed_cost[1] and obs["unit_cost"] == p.unit_cost[1]
+    obs = M.apply(p, state, Action(op="probe_store_terms"))
+    assert obs["daily_fee"] == p.daily_fee and obs["bankrupt_after_negative_days"] == p.grace_days + 1
+    obs = M.apply(p, state, Action(op="view_account"))
+    assert obs["day"] == 1 and obs["cash"] == p.initial_cash and obs["stock"] == [0, 0]
+    assert state == M.initial_state(p)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"base_demand": [[1, 2, 3]]}, "forecast must be 1 rows of 3 days"),
+    ({"base_demand": [[1, -2, 3, 4, 5, 6]]}, "base_demand entries"),
+    ({"prices": [[10.0, 10.0]]}, "strictly increasing"),
+    ({"prices": [[10.0]]}, "price_response must be 1 rows"),
+    ({"ad_costs": [[1.0, 6.0]]}, "level 1"),
+    ({"ad_response": [[100, 1500]]}, "ad_response percentages"),
+    ({"unit_cost": [-1.0]}, "unit_cost must be non-negative"),
+    ({"holding_cost": [0.5, 0.5]}, "holding_cost must have one entry per product"),
+    ({"lead_time": [6]}, "lead_time entries"),
+    ({"sticker_price_level": [3]}, "sticker_price_level"),
+    ({"daily_fee": -1.0}, "daily_fee"),
+    ({"initial_cash": float("nan")}, "finite"),
+    ({"grace_days": 99}, "grace_days"),
+    ({"max_order": 10}, "max_order must be"),
+    ({"extra": 1}, "Extra inputs"),
+    ({"base_demand": [[1] * 6] * 4, "forecast": [[1] * 6] * 4}, "1 to 3"),
+])
+def test_params_from_data_rejects_bad_data(changes, message):
+    with pytest.raises(ParamsError, match=message):
+        M.params_from_data(_data(**changes))
+
+
+def test_describe_states_the_whole_instance():
+    p = _sample(4, 2, 60)
+    text = M.describe(p, VOCAB)
+    assert "60 periods" in text and "bankruptcy" in text
+    for i in range(2):
+        assert " ".join(map(str, p.base_demand[i])) in text
+        assert "/".join(map(_num, p.prices[i])) in text
+        assert f"order fee {_num(p.fixed_cost[i])}" in text and f"lead time {p.lead_time[i]}" in text
+    assert f"{_num(p.daily_fee)} per period" in text and f"{_num(p.initial_cash)} currency" in text
+    assert set(M.secret_numbers(p)) >= {p.daily_fee, *p.unit_cost, *p.fixed_cost}
+
+
+def test_make_spec_and_admission_at_365_days_are_fast():
+    make_spec(M.id, 0)  # warm caches
+    start = time.perf_counter()
+    for i in range(3):
+        assert admit(make_spec(M.id, i)).admitted
+    assert (time.perf_counter() - start) / 3 < 3.0
+
+
+def test_a_thousand_random_actions_raise_nothing_but_action_error():
+    p = _sample(1, 2, 60)
+    ops = M.operations(p)
+    rng = np.random.default_rng(0)
+    state = M.initial_state(p)
+    u_star = M.solve(p).u_star
+    for _ in range(1000):
+        if state["finished"]:
+            state = M.initial_state(p)
+        op = ops[int(rng.integers(len(ops)))]
+        args = {name: int(rng.integers(0, int(arg.maximum) + 2)) if name != "days" else int(rng.integers(0, 4))
+                for name, arg in op.args.items()}
+        before = copy.deepcopy(state)
+        try:
+            M.apply(p, state, Action(op=op.name, args=args))
+        except ActionError:
+            assert state == before
+        assert M.utility(p, state) <= u_star + 1e-9 * abs(u_star)
