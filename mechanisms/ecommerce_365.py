@@ -2,7 +2,9 @@
 
 The store sells ``P`` products (the ``size`` knob, 1-3) for ``T`` days (the ``horizon`` knob, 30-365 in the
 difficulty grid; the sampler also accepts 3-29 days, with tiny menus and demands, for brute-force checks).
-Products share one cash balance. Days are numbered 1..T in the interface (0..T-1 below).
+Products share one cash balance. Days are numbered 1..T in the interface (0..T-1 below). The grid stops at
+3 products x 300 days: 3 x 365 daily demands do not fit the 6,000-character instruction limit of the written
+and revealed modes with every corpus passage (about half the 3 x 365 renderings do).
 
 Parameters (all can be given as data; lists are per product unless said otherwise):
 - ``base_demand``: P x T non-negative integers, the hidden base demand of each product on each day
@@ -370,7 +372,7 @@ class Ecommerce365(Mechanism[EcommerceParams]):
     horizon_range = (30, 365)  # days
     default_size = 2
     default_horizon = 365
-    difficulty_grid = [(1, 30), (1, 90), (2, 180), (2, 365), (3, 300)]
+    difficulty_grid = [(1, 30), (1, 90), (2, 180), (2, 365), (3, 300)]  # 3 x 365 overflows the text limit
     u0_band = (-1.0, 0.9)
 
     # --- sampling ---------------------------------------------------------------------------------------
