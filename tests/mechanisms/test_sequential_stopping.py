@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-import time
 
 import numpy as np
 import pytest
@@ -365,12 +364,3 @@ def test_random_actions_raise_nothing_but_action_error_and_stay_below_the_ceilin
             assert state == before
         assert M.utility(p, state) <= u_star + 1e-9
     assert 0 < errors < 1000
-
-
-def test_solve_is_fast_across_the_grid():
-    for size, horizon in [*M.difficulty_grid, (10, 30)]:
-        p = _sample(7, size, horizon)
-        start = time.perf_counter()
-        for _ in range(10):
-            M.solve(p)
-        assert (time.perf_counter() - start) / 10 < 0.05
