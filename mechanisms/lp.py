@@ -169,7 +169,7 @@ class LP(Mechanism[LPParams]):
     horizon_range = (1, 6)  # periods
     default_size = 3
     default_horizon = 2
-    difficulty_grid = [(2, 1), (3, 2), (4, 3), (6, 4), (8, 6)]
+    difficulty_grid = [(2, 1), (3, 2), (4, 2), (4, 3), (5, 3)]  # 6 x 4 and up describe in over 6,000 characters
     u0_band = (-1.0, 0.97)
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> LPParams:

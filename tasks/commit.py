@@ -29,6 +29,8 @@ def commit(warehouse: str | None, run_id: str, flow_run_id: str | None, date: st
     new = sum(s.admitted for s in landed)
     llm_cost = sum_cost([s.llm_cost_usd for s in landed])
     compute = sum(s.compute_seconds for s in landed)
+    # a shard that ran out of instances before reaching its count (every instance rejected): say so
+    short = [f"{s.shard_key}: {s.short_by} environment(s) short (see its attempts)" for s in landed if s.short_by]
     row = {
         "run_id": run_id, "flow_run_id": flow_run_id, "run_date": date, "started_at": started_at,
         "finished_at": finished, "parameters_json": json.dumps(parameters, sort_keys=True, default=str),
@@ -37,8 +39,8 @@ def commit(warehouse: str | None, run_id: str, flow_run_id: str | None, date: st
         "compute_seconds": compute,
         "cost_usd": None if llm_cost is None else llm_cost + compute * cpu_hour_usd() / 3600.0,
         "wall_seconds": (finished - started_at).total_seconds(),
-        "status": "failed" if failures and not landed else ("partial" if failures else "completed"),
-        "error": "; ".join(failures)[:2000] or None,
+        "status": "failed" if failures and not landed else ("partial" if failures or short else "completed"),
+        "error": "; ".join([*failures, *short])[:2000] or None,
     }
     files: dict[str, list[str]] = {}
     for shard in landed:

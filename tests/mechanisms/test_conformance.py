@@ -165,3 +165,15 @@ def test_tight_probe_budget_families_cannot_probe_everything_and_still_act(famil
         params = m.params_from_data(spec.params)
         spare = spec.turn_budget - len(spec.reference.optimal_actions)
         assert spare < _calls_to_probe_everything(m, params), f"instance {i}: the budget lets an agent probe it all"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_cell_of_the_difficulty_grid_admits_most_instances(family):
+    """A plan spreads each family over its grid, so every cell must yield environments (text length, band)."""
+    m = mechanisms.get(family)
+    for size, horizon in m.grid():
+        assert m.size_range[0] <= size <= m.size_range[1] and m.horizon_range[0] <= horizon <= m.horizon_range[1]
+        verdicts = [admit(make_spec(family, i, size, horizon)) for i in range(6)]
+        admitted = sum(v.admitted for v in verdicts)
+        reasons = {v.reason for v in verdicts if not v.admitted}
+        assert admitted >= 4, f"cell {size}x{horizon}: {admitted}/6 admitted; {sorted(reasons)[:2]}"

@@ -105,3 +105,18 @@ def test_the_litellm_setter_path_lands_every_call_with_tokens_and_cost(tmp_path,
     envs = run_query(wh, "SELECT sum(llm_cost_usd) AS usd, min(setter) AS setter FROM environments").to_pylist()[0]
     assert envs["setter"] == "litellm" and envs["usd"] <= calls["usd"] + 1e-12 and envs["usd"] > 0
     assert summary["llm_cost_usd"] == pytest.approx(calls["usd"])
+
+
+def test_a_shard_that_runs_out_of_instances_makes_the_run_partial_and_says_why(tmp_path):
+    from schemas.shard import ShardSpec
+
+    # 8 products x 6 periods always describe in more than the admission limit of text: nothing is admitted
+    shard = ShardSpec(date="2026-03-09", family="lp", family_version=1, split="train", index=0, count=2, size=8,
+                      horizon=6)
+    result = validate_candidates(shard, render_candidates(shard, solve_instances(shard, sample_instances(shard))))
+    assert result.short_by == 2 and not result.admitted
+    assert {a.reason for a in result.attempts} == {"structure: an instruction text is longer than 6000 characters"}
+    summary = commit(str(tmp_path), "run-short", None, shard.date, {"count": 2},
+                     [land_result(str(tmp_path), result, "run-short")], 0, [], dt.datetime.now(dt.UTC))
+    assert summary["status"] == "partial" and "2 environment(s) short" in summary["error"]
+    assert shard.key in summary["error"]
