@@ -24,6 +24,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/generate.py
+	$(BIN)/python benchmarks/solve.py
 
 clean:
 	rm -rf $(VENV) vhd_warehouse .pytest_cache

@@ -57,9 +57,10 @@ def _print_summary(summary: dict, wh) -> None:
         f"status {summary['status']}"
     )
     if summary.get("error"):
-        console.print(f"[yellow]failed shards:[/yellow] {summary['error']}")
+        console.print(f"[yellow]incomplete:[/yellow] {summary['error']}")
     table = run_query(wh, "SELECT family, split, count(*) AS environments, round(avg(tool_count), 1) AS tools, "
-                          f"round(avg(u0 / nullif(u_star, 0)), 3) AS mean_u0_over_ustar FROM environments "
+                          "round(avg((u0 - u_idle) / nullif(u_star - u_idle, 0)), 3) AS default_position, "
+                          f"round(avg(online_score), 3) AS online_score FROM environments "
                           f"WHERE date = DATE '{summary['run_date']}' GROUP BY ALL ORDER BY ALL")
     print_rows(*arrow_rows(table), title=f"environments of {summary['run_date']} in {wh.url}")
     console.print(f'Query them: vhd query "SELECT env_id, family, title FROM environments LIMIT 5" '

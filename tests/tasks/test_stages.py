@@ -120,3 +120,23 @@ def test_a_shard_that_runs_out_of_instances_makes_the_run_partial_and_says_why(t
                      [land_result(str(tmp_path), result, "run-short")], 0, [], dt.datetime.now(dt.UTC))
     assert summary["status"] == "partial" and "2 environment(s) short" in summary["error"]
     assert shard.key in summary["error"]
+
+
+def test_the_online_policy_below_the_hindsight_ceiling_lands_with_its_score(tmp_path):
+    run_plain(str(tmp_path), count=8, families="sequential_stopping,weitzman_search,knapsack")
+    rows = run_query(resolve_warehouse(str(tmp_path)),
+                     "SELECT family, family_group, online_u, online_score, u_star, u0, spec_json "
+                     "FROM environments").to_pylist()
+    import json
+
+    from envs.scoring import score
+
+    for row in rows:
+        baselines = json.loads(row["spec_json"])["reference"]["baselines"]
+        if row["family"] == "knapsack":
+            assert row["online_u"] is None and row["online_score"] is None and baselines == {}
+            assert row["family_group"] == "near_ood"
+            continue
+        assert row["family_group"] == "far_ood_structure"
+        assert row["online_u"] == baselines["online_optimal"] <= row["u_star"] + 1e-9
+        assert row["online_score"] == score(row["online_u"], row["u0"], row["u_star"])
