@@ -177,3 +177,25 @@ def test_every_cell_of_the_difficulty_grid_admits_most_instances(family):
         admitted = sum(v.admitted for v in verdicts)
         reasons = {v.reason for v in verdicts if not v.admitted}
         assert admitted >= 4, f"cell {size}x{horizon}: {admitted}/6 admitted; {sorted(reasons)[:2]}"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_parameters_as_data_round_trip_and_bad_shapes_get_a_one_line_error(family):
+    from mechanisms.base import ParamsError
+
+    m = mechanisms.get(family)
+    params = m.sample(np.random.default_rng([61, 0]), m.default_size, m.default_horizon)
+    data = params.model_dump(mode="json")
+    assert m.params_from_data(data) == params
+    assert m.solve(m.params_from_data(data)).u_star == m.solve(params).u_star
+    refused = 0
+    for name, value in data.items():
+        if isinstance(value, list) and len(value) > 1:
+            try:
+                m.params_from_data({**data, name: value[:-1]})
+            except ParamsError as error:
+                refused += 1
+                assert "\n" not in str(error) and str(error).startswith(f"bad {family} parameters")
+    assert refused >= 1, "dropping an entry of a list field should break a shape check"
+    with pytest.raises(ParamsError, match="unexpected|Extra inputs"):
+        m.params_from_data({**data, "no_such_field": 1})
