@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import mechanisms
+
 VHD = str(Path(sys.executable).parent / "vhd")
 
 
@@ -60,7 +62,12 @@ def test_a_normal_run_prints_no_traceback_and_no_error_line(catalog):
 
 def test_families_lists_the_registered_families():
     rows = json.loads(vhd("families", "--format", "json", check=True).stdout)
-    assert {"inventory_dp", "knapsack", "lp"} <= {r["family"] for r in rows}
+    groups = {r["family"]: r["group"] for r in rows}
+    assert len(rows) == 13 and {r["family"] for r in rows} >= {"inventory_dp", "knapsack", "lp", "ecommerce_365"}
+    assert [g for g in groups.values()] == sorted(groups.values(), key=list(mechanisms.GROUPS).index)
+    assert {f for f, g in groups.items() if g == "trained"} == {"inventory_dp", "routing", "negotiation"}
+    assert {f for f, g in groups.items() if g == "external"} == {"ecommerce_365", "travel_planning"}
+    assert all(r["grid"] for r in rows)
 
 
 def test_query_formats(catalog):
@@ -156,8 +163,6 @@ def test_solve_prints_the_reference_of_parameters_given_as_data(tmp_path):
     path = tmp_path / "knapsack.json"
     path.write_text(example)
     report = json.loads(vhd("solve", "knapsack", "--params", str(path), "--format", "json", check=True).stdout)
-    import mechanisms
-
     m = mechanisms.get("knapsack")
     params = m.params_from_data(json.loads(example))
     assert report["u_star"] == m.solve(params).u_star and report["solver"] == m.solve(params).solver
