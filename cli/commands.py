@@ -29,9 +29,11 @@ def cmd_generate(args) -> int:
     from tasks.plan import plan_shards, plan_total
 
     shards = plan_shards(args.date, args.count, args.families, args.split, args.setter, args.model, args.shard_size,
-                         args.plan_name)
+                         args.plan_name, args.fallback_model)
     total = plan_total(args.plan_name, args.count)
-    make_setter(args.setter, args.model)  # fails fast on a bad setter or missing model
+    make_setter(args.setter, args.model, args.fallback_model)  # fails fast on a bad setter or missing model
+    if args.max_cost_usd is not None and not args.max_cost_usd > 0:
+        raise ValueError(f"--max-cost-usd must be positive, got {args.max_cost_usd}")
     wh = _warehouse(args)
     if args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
@@ -41,7 +43,8 @@ def cmd_generate(args) -> int:
     with generation_progress(total, enabled=not args.no_progress):
         summary = run_generate(workers=args.workers, date=shards[0].date, count=args.count, families=args.families,
                                split=args.split, setter=args.setter, model=args.model, warehouse=wh.url,
-                               shard_size=args.shard_size, plan_name=args.plan_name)
+                               shard_size=args.shard_size, plan_name=args.plan_name,
+                               fallback_model=args.fallback_model, max_cost_usd=args.max_cost_usd)
     _print_summary(summary, wh)
     return 0 if summary["status"] != "failed" else 1
 

@@ -34,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--split", default="train", help="split label written with every environment")
     gen.add_argument("--setter", default="template", choices=["template", "litellm"], help="who renders the tools")
     gen.add_argument("--model", help="litellm model for --setter litellm, e.g. openai/gpt-4o-mini")
+    gen.add_argument("--fallback-model", help="litellm model tried when --model still fails after its retries")
+    gen.add_argument("--max-cost-usd", type=float,
+                     help="stop asking the model once the run's LLM calls cost this much; what is admitted lands")
     gen.add_argument("--shard-size", type=int, default=100, help="instances per shard (default 100)")
     gen.add_argument("--workers", type=int, default=4, help="bound of the task runner's thread pool")
     gen.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
@@ -65,8 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--seed", type=int, default=0, help="seed of the random agent")
     play.add_argument("--format", choices=("table", "json"), default="table")
 
-    report = add("report", "cost or diversity report as terminal tables")
-    report.add_argument("kind", choices=("cost", "diversity"))
+    report = add("report", "cost, diversity or setter report as terminal tables")
+    report.add_argument("kind", choices=("cost", "diversity", "setter"),
+                        help="cost: USD and tokens; diversity: coverage; setter: first-attempt admission, attempts, "
+                             "rewritten interfaces, tokens and USD per admitted environment")
     report.add_argument("--format", choices=FORMATS, default="table")
 
     serve = add("serve", "register and serve the nightly generation as a Prefect deployment (needs a server)")

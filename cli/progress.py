@@ -1,10 +1,23 @@
-"""The generation progress bar: admitted of requested, rejected attempts, cost so far."""
+"""The generation progress bar: admitted of requested, rejections, model requests, tokens, cost and projection."""
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+def describe(counters) -> str:
+    """The bar's text: what a user watching a paid run wants to see."""
+    text = f"admitted · {counters.rejected} rejected"
+    if counters.llm_calls:
+        projected = counters.projected_cost_usd
+        text += (f" · {counters.llm_calls} requests ({counters.llm_cached} cached, {counters.llm_failed} failed)"
+                 f" · {counters.tokens:,} tokens · ${counters.cost_usd:.4f}"
+                 + (f" (projected ${projected:.4f})" if projected is not None else ""))
+    else:
+        text += f" · ${counters.cost_usd:.4f}"
+    return text
 
 
 @contextmanager
@@ -16,12 +29,11 @@ def generation_progress(requested: int, enabled: bool = True):
         yield
         return
     progress = Progress(TextColumn("[bold]generating"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("admitted · {task.fields[rejected]} rejected · ${task.fields[cost]:.4f}"),
-                        TimeElapsedColumn(), transient=False)
-    bar = progress.add_task("generate", total=requested, rejected=0, cost=0.0)
+                        TextColumn("{task.fields[status]}"), TimeElapsedColumn(), transient=False)
+    bar = progress.add_task("generate", total=requested, status=describe(HUB.counters))
 
     def update(counters) -> None:
-        progress.update(bar, completed=counters.admitted, rejected=counters.rejected, cost=counters.cost_usd)
+        progress.update(bar, completed=counters.admitted, status=describe(counters))
 
     HUB.subscribe(update)
     with progress:

@@ -10,6 +10,7 @@ from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import opaque
 
+from setter.budget import BUDGET
 from tasks.commit import commit_shards, find_finished_shards
 from tasks.land import land_shard
 from tasks.plan import DEFAULT_SHARD_SIZE, plan, plan_total
@@ -24,14 +25,20 @@ DEFAULT_WORKERS = 4
 @flow(name="generate", task_runner=ThreadPoolTaskRunner(max_workers=DEFAULT_WORKERS), log_prints=False)
 def generate(date: str | None = None, count: int | None = None, families: str | None = None, split: str = "train",
              setter: str = "template", model: str | None = None, warehouse: str | None = None,
-             shard_size: int = DEFAULT_SHARD_SIZE, plan_name: str | None = None) -> dict:
-    """Generate `count` admitted environments (or a named plan such as "paper") and land them in the warehouse."""
+             shard_size: int = DEFAULT_SHARD_SIZE, plan_name: str | None = None, fallback_model: str | None = None,
+             max_cost_usd: float | None = None) -> dict:
+    """Generate `count` admitted environments (or a named plan such as "paper") and land them in the warehouse.
+
+    With `max_cost_usd` the run stops asking the model once that much is spent and lands what was admitted.
+    """
     started = dt.datetime.now(dt.UTC)
     parameters = {"date": date, "count": plan_total(plan_name, count), "families": families, "split": split,
-                  "setter": setter, "model": model, "shard_size": shard_size, "plan": plan_name}
+                  "setter": setter, "model": model, "fallback_model": fallback_model, "shard_size": shard_size,
+                  "plan": plan_name, "max_cost_usd": max_cost_usd}
     flow_run_id = flow_run.get_id()
     run_id = flow_run_id or uuid.uuid4().hex
-    shards = plan(date, count, families, split, setter, model, shard_size, plan_name)
+    BUDGET.start(max_cost_usd)
+    shards = plan(date, count, families, split, setter, model, shard_size, plan_name, fallback_model)
     day = shards[0].date
     finished = find_finished_shards(warehouse, day)
     todo = [s for s in shards if s.key not in finished]

@@ -23,6 +23,7 @@ class ShardSpec(BaseModel):
     horizon: int
     setter: str = "template"
     model: str | None = None
+    fallback_model: str | None = None  # tried when the model fails after its retries
     max_attempts: int = Field(default=3, ge=1)  # renderings tried per instance
 
     @property

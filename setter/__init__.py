@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm must never fetch its price map at import
+
 SETTERS = ("template", "litellm")
 
 
-def make_setter(name: str, model: str | None = None):
-    """The setter of that name (litellm needs a model)."""
+def make_setter(name: str, model: str | None = None, fallback_model: str | None = None):
+    """The setter of that name (litellm needs a model; the fallback model is optional)."""
     if name == "template":
+        if fallback_model:
+            raise ValueError("--fallback-model needs --setter litellm")
         from setter.template import TemplateSetter
 
         return TemplateSetter()
@@ -16,5 +22,5 @@ def make_setter(name: str, model: str | None = None):
             raise ValueError("the litellm setter needs --model, e.g. --model openai/gpt-4o-mini")
         from setter.llm import LitellmSetter
 
-        return LitellmSetter(model)
+        return LitellmSetter(model, fallback_model)
     raise ValueError(f"unknown setter {name!r}; choose one of {', '.join(SETTERS)}")

@@ -1,35 +1,40 @@
 """The litellm setter: a model writes the rendering as schema-constrained JSON; nothing it writes is executed.
 
-The model names the tools, describes them, binds each to one of the mechanism's operations and writes the
-narrative; trusted code builds the argument schemas and appends the instance facts, so numbers come from
-the solved model, never from the model's text.
+The model names the tools, describes them, binds each to one of the mechanism's operations (an enum in
+the schema), renames arguments if it likes, and writes the title, entities, intro and goal. Trusted code
+builds the argument schemas and appends the instance facts, so numbers come from the solved model,
+never from the model's text. A rejected draft is re-prompted with the validator's reason.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import time
-import uuid
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mechanisms.base import Mechanism
-from schemas.envspec import Entity, Rendering, ToolSpec
+from schemas.envspec import Entity, OperationSpec, Rendering, ToolSpec
 from schemas.shard import CallRecord
 from setter.base import RenderFailed
 from setter.corpus import Passage, choose_passage
+from setter.llm_client import LlmCallFailed, call_cost, complete, custom_prices, llm_options  # noqa: F401
+from setter.phrasebook import argument_name, slug, vocabulary
 from setter.template import bindable_operations, compose_instructions
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map at import
+MAX_TITLE = 120
+MAX_INTRO = 1500
+MAX_GOAL = 600
+MAX_DESCRIPTION = 400
+IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 
 
 class ToolDraft(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str
-    description: str
     operation: str
+    name: str
+    description: str = Field(max_length=MAX_DESCRIPTION)
     argument_names: dict[str, str] = Field(default_factory=dict)  # operation argument -> tool argument
 
 
@@ -37,129 +42,127 @@ class RenderingDraft(BaseModel):
     """Exactly what the model is asked to write."""
 
     model_config = ConfigDict(extra="forbid")
-    title: str
-    intro: str
-    goal: str
-    entities: list[Entity]
-    tools: list[ToolDraft]
+    title: str = Field(min_length=3, max_length=MAX_TITLE)
+    intro: str = Field(min_length=20, max_length=MAX_INTRO)
+    goal: str = Field(min_length=10, max_length=MAX_GOAL)
+    entities: list[Entity] = Field(min_length=1, max_length=10)
+    tools: list[ToolDraft] = Field(min_length=1, max_length=40)
 
 
-def draft_schema() -> dict[str, Any]:
-    return RenderingDraft.model_json_schema()
+def draft_schema(operations: list[OperationSpec]) -> dict[str, Any]:
+    """The JSON schema of a draft for these operations (a constrained decoder can only bind real ones)."""
+    string = {"type": "string"}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["title", "intro", "goal", "entities", "tools"],
+        "properties": {
+            "title": {"type": "string", "maxLength": MAX_TITLE},
+            "intro": {"type": "string", "maxLength": MAX_INTRO},
+            "goal": {"type": "string", "maxLength": MAX_GOAL},
+            "entities": {"type": "array", "minItems": 2, "maxItems": 6, "items": {
+                "type": "object", "additionalProperties": False, "required": ["name", "attributes", "relates_to"],
+                "properties": {"name": string, "attributes": {"type": "array", "items": string, "maxItems": 6},
+                               "relates_to": {"type": "array", "items": string, "maxItems": 4}}}},
+            "tools": {"type": "array", "minItems": len(operations), "maxItems": len(operations), "items": {
+                "type": "object", "additionalProperties": False, "required": ["operation", "name", "description"],
+                "properties": {"operation": {"type": "string", "enum": [op.name for op in operations]},
+                               "name": {"type": "string", "pattern": "^[a-z][a-z0-9_]{2,40}$"},
+                               "description": {"type": "string", "maxLength": MAX_DESCRIPTION}}}},
+        },
+    }
 
 
 def build_prompt(mechanism: Mechanism, params, passage: Passage, feedback: str | None) -> list[dict[str, str]]:
-    operations = [{"operation": op.name, "kind": op.kind, "does": op.summary, "arguments": sorted(op.args)}
-                  for op in bindable_operations(mechanism, params)]
-    system = ("You design tool-calling environments for training agents. Write JSON only, matching the schema. "
-              "Never write any number from the problem: the facts are added by the system.")
-    user = (f"Problem family: {mechanism.id} ({mechanism.summary}).\nSetting (use its names and vocabulary):\n"
-            f"{passage.text}\nVocabulary: {json.dumps(passage.vocab)}\n\nWrite: a title; an intro addressed to the "
-            f"agent in its role; the goal; 4-6 entities of the domain; and one tool per operation below (at least "
-            f"10 tools), each with a snake_case name fitting the setting, a one-sentence description, the "
-            f"operation it is bound to, and argument_names renaming each operation argument.\nOperations: "
-            f"{json.dumps(operations)}\nJSON schema: {json.dumps(draft_schema())}")
+    operations = bindable_operations(mechanism, params)
+    listing = "\n".join(f"- {op.name} ({op.kind}): {op.summary}" for op in operations)
+    vocab = ", ".join(f"{k}={v}" for k, v in sorted(passage.vocab.items()))
+    system = ("You design tool-calling environments for training agents. Answer with one JSON object only. "
+              "Never write a number: the figures are added by the system.")
+    user = (f"Setting, whose names and vocabulary you use:\n{passage.text}\nVocabulary: {vocab}\n\n"
+            f"Task family: {mechanism.summary}.\n"
+            f"Write a JSON object with: title (a short title); intro (2-3 sentences to the agent, who is the "
+            f"{passage.vocab['role']} at {passage.vocab['place']}); goal (one sentence); entities (2-6 things of "
+            f"the domain, each with name, attributes, relates_to); tools (exactly one per operation below, each with "
+            f"operation, name in snake_case fitting the setting, and a one-sentence description).\n"
+            f"Operations:\n{listing}")
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     if feedback:
-        messages.append({"role": "user", "content": f"Your previous rendering was rejected: {feedback}. Fix it."})
+        messages.append({"role": "user", "content": f"Your previous answer was rejected: {feedback}. "
+                                                    "Write the whole JSON object again, fixed."})
     return messages
-
-
-def llm_options() -> dict[str, Any]:
-    """Extra litellm arguments from $VHD_LLM_OPTIONS (JSON), e.g. {"api_base": "http://127.0.0.1:8080/v1"}."""
-    raw = os.environ.get("VHD_LLM_OPTIONS")
-    if not raw:
-        return {}
-    try:
-        options = json.loads(raw)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"VHD_LLM_OPTIONS is not valid JSON: {error.msg}") from None
-    if not isinstance(options, dict):
-        raise ValueError("VHD_LLM_OPTIONS must be a JSON object of litellm arguments")
-    return options
-
-
-def custom_prices() -> dict[str, tuple[float, float]]:
-    """USD per million (prompt, completion) tokens for models litellm does not price: $VHD_LLM_PRICES."""
-    raw = os.environ.get("VHD_LLM_PRICES")
-    return {k: (float(v[0]), float(v[1])) for k, v in json.loads(raw).items()} if raw else {}
-
-
-def call_cost(model: str, response, prompt_tokens: int | None, completion_tokens: int | None):
-    """(cost_usd, cost_source): custom price, else litellm's price map, else unknown (None, never 0)."""
-    prices = custom_prices()
-    if model in prices and prompt_tokens is not None and completion_tokens is not None:
-        prompt_price, completion_price = prices[model]
-        return (prompt_tokens * prompt_price + completion_tokens * completion_price) / 1e6, "custom"
-    import litellm
-
-    try:
-        return float(litellm.completion_cost(completion_response=response, model=model)), "price_map"
-    except Exception:  # litellm raises when the model has no known price
-        return None, "unknown"
 
 
 class LitellmSetter:
     name = "litellm"
 
-    def __init__(self, model: str):
+    def __init__(self, model: str, fallback_model: str | None = None):
         self.model = model
+        self.models = [model, *([fallback_model] if fallback_model and fallback_model != model else [])]
 
     def render(self, mechanism: Mechanism, params, outcome, instance_key: str, attempt: int, turn_budget: int,
                feedback: str | None = None) -> tuple[Rendering, list[CallRecord]]:
-        import litellm
-
-        passage = choose_passage(mechanism.id, instance_key, attempt)
-        messages = build_prompt(mechanism, params, passage, feedback)
-        started = time.perf_counter()
-        record = CallRecord(call_id=uuid.uuid4().hex, instance_key=instance_key, attempt=attempt, stage="render",
-                            model=self.model, prompt_tokens=None, completion_tokens=None, cost_usd=None,
-                            cost_source="unknown", latency_s=0.0, cache_hit=False)
+        passage = choose_passage(mechanism.id, instance_key, 1)  # re-prompts fix the same setting
+        operations = bindable_operations(mechanism, params)
         try:
-            response = litellm.completion(model=self.model, messages=messages, num_retries=3,
-                                          response_format={"type": "json_schema", "json_schema": {
-                                              "name": "rendering", "schema": draft_schema()}},
-                                          **llm_options())
-        except Exception as error:  # any provider failure is recorded; the attempt is rejected, not lost
-            record.latency_s = time.perf_counter() - started
-            record.error = f"{type(error).__name__}: {error}"[:500]
-            raise RenderFailed(f"model call failed: {type(error).__name__}", [record]) from None
-        usage = getattr(response, "usage", None)
-        record.prompt_tokens = getattr(usage, "prompt_tokens", None)
-        record.completion_tokens = getattr(usage, "completion_tokens", None)
-        record.cost_usd, record.cost_source = call_cost(self.model, response, record.prompt_tokens,
-                                                        record.completion_tokens)
-        record.latency_s = time.perf_counter() - started
-        text = response.choices[0].message.content or ""
+            answer = complete(self.models, build_prompt(mechanism, params, passage, feedback),
+                              draft_schema(operations), instance_key, attempt)
+        except LlmCallFailed as failure:
+            raise RenderFailed(f"model call failed: {failure}", failure.calls) from None
         try:
-            draft = RenderingDraft.model_validate_json(text)
-        except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "document"
-            raise RenderFailed(f"malformed rendering at {where}: {first['msg']}", [record]) from None
-        return self._assemble(mechanism, params, passage, draft, turn_budget), [record]
+            draft = parse_draft(answer.text)
+            rendering = assemble(mechanism, params, passage, draft, turn_budget)
+        except ValueError as error:
+            raise RenderFailed(str(error), answer.calls) from None
+        return rendering, answer.calls
 
-    @staticmethod
-    def _assemble(mechanism: Mechanism, params, passage: Passage, draft: RenderingDraft, turn_budget: int):
-        operations = {op.name: op for op in bindable_operations(mechanism, params)}
-        tools = []
-        for tool in draft.tools:
-            op = operations.get(tool.operation)
-            if op is None:  # kept as written so the validator rejects it with the precise reason
-                tools.append(ToolSpec(name=tool.name, description=tool.description, kind="info",
-                                      parameters={"type": "object", "properties": {}}, operation=tool.operation))
-                continue
-            names = {arg: tool.argument_names.get(arg, arg) for arg in op.args}
-            properties = {names[arg]: {"type": spec.type, "description": spec.description or arg,
-                                       **({"minimum": spec.minimum} if spec.minimum is not None else {}),
-                                       **({"maximum": spec.maximum} if spec.maximum is not None else {})}
-                          for arg, spec in op.args.items()}
-            tools.append(ToolSpec(name=tool.name, description=tool.description, kind=op.kind,
-                                  parameters={"type": "object", "properties": properties,
-                                              "required": list(properties), "additionalProperties": False},
-                                  operation=op.name,
-                                  argument_map={t: a for a, t in names.items() if t != a}))
-        instructions, written = compose_instructions(mechanism, params, passage, draft.intro, draft.goal, tools,
-                                                     turn_budget)
-        return Rendering(domain=passage.domain, passage_id=passage.id, title=draft.title, entities=draft.entities,
-                         instructions=instructions, written_prompt=written, tools=tools)
+
+def parse_draft(text: str) -> RenderingDraft:
+    """The model's JSON as a draft, or ValueError with the first precise problem."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"malformed JSON: {error.msg} at character {error.pos}") from None
+    try:
+        return RenderingDraft.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "document"
+        raise ValueError(f"malformed rendering at {where}: {first['msg']}") from None
+
+
+def assemble(mechanism: Mechanism, params, passage: Passage, draft: RenderingDraft, turn_budget: int) -> Rendering:
+    """Tools bound by trusted code; a draft that binds badly is refused here with the precise reason."""
+    operations = {op.name: op for op in bindable_operations(mechanism, params)}
+    words = vocabulary(passage.vocab)
+    tools = []
+    for tool in draft.tools:
+        if not IDENTIFIER.match(tool.name):
+            raise ValueError(f"invalid tool name {tool.name!r}: use lower-case letters, digits and _ (at most 48)")
+        op = operations.get(tool.operation)
+        if op is None:
+            raise ValueError(f"tool {tool.name!r} is bound to unknown operation {tool.operation!r}")
+        extra = sorted(set(tool.argument_names) - set(op.args))
+        if extra:
+            raise ValueError(f"tool {tool.name!r} renames {extra[0]!r}, which operation {op.name!r} does not take "
+                             f"(it takes {sorted(op.args) or 'no arguments'})")
+        names = {arg: tool.argument_names.get(arg) or slug(argument_name(mechanism.id, arg).format(**words))
+                 for arg in op.args}
+        bad = [n for n in names.values() if not IDENTIFIER.match(n)]
+        if bad or len(set(names.values())) != len(names):
+            raise ValueError(f"tool {tool.name!r} has invalid or repeated argument names {sorted(names.values())}")
+        properties = {names[arg]: {"type": spec.type, "description": spec.description or arg,
+                                   **({"minimum": spec.minimum} if spec.minimum is not None else {}),
+                                   **({"maximum": spec.maximum} if spec.maximum is not None else {}),
+                                   **({"enum": list(spec.enum)} if spec.enum else {})}
+                      for arg, spec in op.args.items()}
+        description = tool.description + (" Spends a turn from the same budget as decisions."
+                                          if op.kind == "probe" else "")
+        tools.append(ToolSpec(name=tool.name, description=description, kind=op.kind,
+                              parameters={"type": "object", "properties": properties,
+                                          "required": list(properties), "additionalProperties": False},
+                              operation=op.name, argument_map={t: a for a, t in names.items() if t != a}))
+    instructions, written = compose_instructions(mechanism, params, passage, draft.intro, draft.goal, tools,
+                                                 turn_budget)
+    return Rendering(domain=passage.domain, passage_id=passage.id, title=draft.title, entities=draft.entities,
+                     instructions=instructions, written_prompt=written, tools=tools)

@@ -30,7 +30,11 @@ def commit(warehouse: str | None, run_id: str, flow_run_id: str | None, date: st
     llm_cost = sum_cost([s.llm_cost_usd for s in landed])
     compute = sum(s.compute_seconds for s in landed)
     # a shard that ran out of instances before reaching its count (every instance rejected): say so
-    short = [f"{s.shard_key}: {s.short_by} environment(s) short (see its attempts)" for s in landed if s.short_by]
+    short = [f"{s.shard_key}: {s.short_by} environment(s) short (see its attempts)" for s in landed
+             if s.short_by and not s.budget_exhausted]
+    unfunded = sum(s.short_by for s in landed if s.budget_exhausted)
+    if unfunded:
+        short.insert(0, f"the LLM budget (--max-cost-usd) was reached: {unfunded} environment(s) not generated")
     row = {
         "run_id": run_id, "flow_run_id": flow_run_id, "run_date": date, "started_at": started_at,
         "finished_at": finished, "parameters_json": json.dumps(parameters, sort_keys=True, default=str),
@@ -47,7 +51,9 @@ def commit(warehouse: str | None, run_id: str, flow_run_id: str | None, date: st
         for table, paths in shard.files.items():
             files.setdefault(table, []).extend(paths)
     files["runs"] = [land(wh, "runs", pd.DataFrame([row]), date, f"run-{run_id}")]
-    commit_run(wh, run_id, date, files, {k: v for k, v in row.items() if k != "parameters_json"})
+    summary = {k: v for k, v in row.items() if k != "parameters_json"}
+    summary["incomplete_shards"] = sorted(s.shard_key for s in landed if s.short_by)  # a re-run redoes them
+    commit_run(wh, run_id, date, files, summary)
     return {**row, "warehouse": wh.url}
 
 

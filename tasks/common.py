@@ -46,6 +46,10 @@ class ShardStagePolicy(CachePolicy):
         shard = inputs.get("shard")
         if not isinstance(shard, ShardSpec):
             return None
+        from setter.budget import BUDGET
+
+        if BUDGET.limit_usd is not None:
+            return None  # a budget can cut a stage short: never cache such results (model answers are cached)
         version = mechanisms.get(shard.family).version
         return f"vhd-{task_ctx.task.name}-{shard.key}-v{version}-{CODE_VERSION}"
 

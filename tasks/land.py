@@ -27,6 +27,7 @@ class LandedShard:
     admitted: int = 0
     rejected: int = 0
     short_by: int = 0
+    budget_exhausted: bool = False
     llm_cost_usd: float | None = 0.0
     compute_seconds: float = 0.0
 
@@ -87,6 +88,7 @@ def land_result(warehouse: str, result: ShardResult, run_id: str) -> LandedShard
     shard = result.shard
     landed = LandedShard(shard.key, admitted=len(result.admitted),
                          rejected=sum(1 for a in result.attempts if not a.admitted), short_by=result.short_by,
+                         budget_exhausted=result.budget_exhausted,
                          llm_cost_usd=sum_cost([c.cost_usd for c in result.calls]),
                          compute_seconds=sum(e.compute_seconds for e in result.admitted))
     frames = {"environments": environment_rows(result, run_id, now), "attempts": attempt_rows(result, run_id, now),
@@ -94,8 +96,11 @@ def land_result(warehouse: str, result: ShardResult, run_id: str) -> LandedShard
     for table, frame in frames.items():
         if len(frame):
             landed.files[table] = [land(wh, table, frame, shard.date, shard.key)]
-    HUB.settle(shard.key, landed.admitted, landed.rejected, sum(c.cost_usd or 0.0 for c in result.calls),
-               len(result.calls))
+    fresh = [c for c in result.calls if not c.cache_hit]
+    HUB.settle(shard.key, admitted=landed.admitted, rejected=landed.rejected,
+               cost_usd=sum(c.cost_usd or 0.0 for c in result.calls), llm_calls=len(result.calls),
+               llm_cached=len(result.calls) - len(fresh), llm_failed=sum(c.error is not None for c in result.calls),
+               tokens=sum((c.prompt_tokens or 0) + (c.completion_tokens or 0) for c in fresh))
     return landed
 
 

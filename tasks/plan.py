@@ -63,7 +63,8 @@ def named_plan(plan_name: str) -> tuple[PlanPart, ...]:
 
 def plan_shards(date: str | None, count: int | None = None, families: str | None = None, split: str = "train",
                 setter: str = "template", model: str | None = None,
-                shard_size: int = DEFAULT_SHARD_SIZE, plan_name: str | None = None) -> list[ShardSpec]:
+                shard_size: int = DEFAULT_SHARD_SIZE, plan_name: str | None = None,
+                fallback_model: str | None = None) -> list[ShardSpec]:
     """Spread `count` admitted environments over the families, in shards of at most `shard_size`.
 
     With `plan_name` (e.g. "paper") the named plan fixes the counts, families and splits instead.
@@ -73,7 +74,8 @@ def plan_shards(date: str | None, count: int | None = None, families: str | None
             raise PlanError(f"plan {plan_name!r} fixes the count and the families; drop --count and --families")
         named = named_plan(plan_name)
         return [shard for part in named for shard in plan_shards(date, part.count, part.families, part.split,
-                                                                  setter, model, shard_size)]
+                                                                  setter, model, shard_size,
+                                                                  fallback_model=fallback_model)]
     count = DEFAULT_COUNT if count is None else count
     if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
         raise PlanError(f"count must be a positive integer, got {count!r}")
@@ -91,7 +93,7 @@ def plan_shards(date: str | None, count: int | None = None, families: str | None
                 n = min(shard_size, cell_count)
                 shards.append(ShardSpec(date=day, family=family, family_version=mechanism.version, split=split,
                                         index=index, count=n, size=size, horizon=horizon, setter=setter,
-                                        model=model))
+                                        model=model, fallback_model=fallback_model))
                 cell_count -= n
                 index += 1
     return shards

@@ -12,6 +12,8 @@ from schemas.envspec import EnvSpec
 from schemas.shard import CallRecord, ShardSpec
 from setter import make_setter
 from setter.base import RenderFailed
+from setter.budget import BUDGET, BudgetExhausted
+from setter.llm_client import CURRENT_SHARD
 from setter.spec import build_spec, turn_budget
 from tasks.common import STAGE_OPTIONS
 from tasks.solve import Solved
@@ -27,6 +29,8 @@ class Candidate:
     calls: list[CallRecord] = field(default_factory=list)
     failure: str | None = None
     seconds: float = 0.0
+    budget_exhausted: bool = False  # the run's LLM budget was spent before this attempt could be rendered
+    pending: bool = False  # a spare instance, rendered only if validation needs it
 
 
 def render_candidate(shard: ShardSpec, solved: Solved, attempt: int = 1, feedback: str | None = None) -> Candidate:
@@ -34,12 +38,18 @@ def render_candidate(shard: ShardSpec, solved: Solved, attempt: int = 1, feedbac
     params = mechanism.params_from_data(solved.instance.params)
     budget = turn_budget(mechanism, params, solved.outcome)
     started = time.perf_counter()
-    setter = make_setter(shard.setter, shard.model)
+    setter = make_setter(shard.setter, shard.model, shard.fallback_model)
+    token = CURRENT_SHARD.set(shard.key)
     try:
         rendering, calls = setter.render(mechanism, params, solved.outcome, solved.instance.key, attempt, budget,
                                          feedback)
     except RenderFailed as failure:
         return Candidate(solved, attempt, None, failure.calls, str(failure), time.perf_counter() - started)
+    except BudgetExhausted as spent:
+        return Candidate(solved, attempt, None, [], f"budget: {spent}", time.perf_counter() - started,
+                         budget_exhausted=True)
+    finally:
+        CURRENT_SHARD.reset(token)
     spec = build_spec(mechanism, params, solved.outcome, rendering, split=shard.split, size=solved.instance.size,
                       horizon=solved.instance.horizon, seed=solved.instance.seed, setter=shard.setter,
                       model=shard.model, budget=budget)
@@ -47,7 +57,19 @@ def render_candidate(shard: ShardSpec, solved: Solved, attempt: int = 1, feedbac
 
 
 def render_candidates(shard: ShardSpec, solved: list[Solved]) -> list[Candidate]:
-    return [render_candidate(shard, item) for item in solved]
+    """Render the first `shard.count` instances; the spares stay pending until validation needs them (an
+    LLM setter is never paid for a rendering nobody validates). Once the run's budget is spent, nothing more
+    is sent to the model."""
+    candidates = []
+    for position, item in enumerate(solved):
+        if position >= shard.count:
+            candidates.append(Candidate(item, 1, None, pending=True))
+        elif BUDGET.exhausted:
+            candidates.append(Candidate(item, 1, None, [], "budget: the run's LLM budget is spent",
+                                        budget_exhausted=True))
+        else:
+            candidates.append(render_candidate(shard, item))
+    return candidates
 
 
 render_shard = task(name="render", **STAGE_OPTIONS)(render_candidates)

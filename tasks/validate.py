@@ -11,6 +11,7 @@ from prefect import task
 from envs.admission import admit
 from schemas.envspec import EnvSpec
 from schemas.shard import CallRecord, ShardSpec
+from setter.budget import BUDGET
 from tasks.common import STAGE_OPTIONS
 from tasks.progress import HUB
 from tasks.render import Candidate, render_candidate, render_candidates
@@ -49,6 +50,7 @@ class ShardResult:
     attempts: list[AttemptRecord] = field(default_factory=list)
     calls: list[CallRecord] = field(default_factory=list)
     short_by: int = 0
+    budget_exhausted: bool = False
 
 
 def validate_candidates(shard: ShardSpec, candidates: list[Candidate]) -> ShardResult:
@@ -58,6 +60,10 @@ def validate_candidates(shard: ShardSpec, candidates: list[Candidate]) -> ShardR
     next_index = max((c.solved.instance.index for c in candidates), default=-1) + 1
     limit = shard.count * MAX_INSTANCES_PER_ADMITTED + 10
     while len(result.admitted) < shard.count:
+        if queue and queue[0].budget_exhausted or BUDGET.exhausted and not queue:
+            result.short_by = shard.count - len(result.admitted)
+            result.budget_exhausted = True  # stop cleanly: what was admitted lands
+            break
         if not queue:
             if next_index >= limit:
                 result.short_by = shard.count - len(result.admitted)
@@ -65,7 +71,14 @@ def validate_candidates(shard: ShardSpec, candidates: list[Candidate]) -> ShardR
             n = min(shard.count - len(result.admitted) + 2, limit - next_index)
             queue = render_candidates(shard, solve_instances(shard, sample_instances(shard, next_index, n)))
             next_index += n
-        _admit_instance(shard, queue.pop(0), result)
+        candidate = queue.pop(0)
+        if candidate.pending:
+            candidate = render_candidate(shard, candidate.solved)
+            if candidate.budget_exhausted:
+                queue.insert(0, candidate)
+                continue
+        _admit_instance(shard, candidate, result)
+    result.calls.extend(call for c in queue for call in c.calls)  # rendered but not needed: still paid for
     return result
 
 
@@ -75,6 +88,10 @@ def _admit_instance(shard: ShardSpec, candidate: Candidate, result: ShardResult)
     while True:
         started = time.perf_counter()
         calls.extend(candidate.calls)
+        if candidate.budget_exhausted:  # no call was made: not an attempt, and the shard stops after this
+            if rejected:
+                HUB.add(rejected=rejected, shard=shard.key)
+            break
         if candidate.spec is None:
             admitted, reason, check, checks, env_id = False, f"setter: {candidate.failure}", "setter", {}, None
         else:
@@ -85,13 +102,11 @@ def _admit_instance(shard: ShardSpec, candidate: Candidate, result: ShardResult)
         spent += seconds
         result.attempts.append(AttemptRecord(solved.instance.key, solved.instance.index, candidate.attempt, admitted,
                                              reason, env_id, checks, seconds))
-        cost = sum(c.cost_usd or 0.0 for c in candidate.calls)
         if admitted:
             result.admitted.append(AdmittedEnv(candidate.spec, solved.instance.key, candidate.attempt, spent, calls))
-            HUB.add(admitted=1, rejected=rejected, cost_usd=cost, llm_calls=len(candidate.calls), shard=shard.key)
+            HUB.add(admitted=1, rejected=rejected, shard=shard.key)
             break
         rejected += 1
-        HUB.add(cost_usd=cost, llm_calls=len(candidate.calls), shard=shard.key)
         if check in INSTANCE_CHECKS or candidate.attempt >= shard.max_attempts:
             HUB.add(rejected=rejected, shard=shard.key)
             break

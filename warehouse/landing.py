@@ -200,13 +200,18 @@ def _read_markers(wh: Warehouse, pattern: str) -> list[dict[str, Any]]:
 
 
 def committed_shards(wh: Warehouse, date: str) -> set[str]:
-    """The shard keys committed for a date by any run (from the committed file names)."""
+    """The shard keys finished for a date by any run (from the committed file names).
+
+    A shard that a run committed short of its count (its LLM budget ran out, or every instance was
+    rejected) is listed in that marker's summary as incomplete and is not finished by that run.
+    """
     shards = set()
     for marker in _read_markers(wh, f"date={check_date(date)}/*.json"):
+        incomplete = set(marker.get("summary", {}).get("incomplete_shards", []))
         for paths in marker.get("files", {}).values():
             for relative in paths:
                 match = _SHARD_FILE.match(relative.rsplit("/", 1)[-1])
-                if match:
+                if match and match.group(1) not in incomplete:
                     shards.add(match.group(1))
     return shards
 

@@ -1,106 +1,174 @@
-"""The litellm setter with litellm's own mock_response (the model is outside the machine)."""
+"""The litellm setter against a scripted model (litellm's mock_response): parsing, binding, retries,
+fallback, the disk cache and every cost source."""
 
 from __future__ import annotations
 
 import json
 
-import numpy as np
+import litellm
 import pytest
 
-import mechanisms
 from envs.admission import admit
 from setter.base import RenderFailed
-from setter.llm import LitellmSetter, RenderingDraft
-from setter.spec import build_spec, turn_budget
-from setter.template import TemplateSetter
+from setter.budget import BUDGET, BudgetExhausted
+from setter.llm import LitellmSetter, draft_schema
+from setter.spec import build_spec
+from setter.template import bindable_operations
+from tests.setter.llm_script import ScriptedModel, good_draft, instance, text
 
 MODEL = "gpt-4o-mini"
 
 
-def _instance(index=0):
-    m = mechanisms.get("inventory_dp")
-    params = m.sample(np.random.default_rng([5, index]), m.default_size, m.default_horizon)
-    outcome = m.outcome(params)
-    return m, params, outcome, turn_budget(m, params, outcome)
-
-
-def good_draft(m, params, outcome, budget) -> str:
-    """What a competent model writes: names and bindings of every operation, no numbers."""
-    rendering, _ = TemplateSetter().render(m, params, outcome, "k", 1, budget)
-    tools = [{"name": f"llm_{t.name}", "description": t.description, "operation": t.operation,
-              "argument_names": {op_arg: tool_arg for tool_arg, op_arg in t.argument_map.items()}}
-             for t in rendering.tools]
-    return json.dumps({"title": "A model's title", "intro": "You run the stockroom.", "goal": "Maximise profit.",
-                       "entities": [e.model_dump() for e in rendering.entities], "tools": tools})
-
-
 @pytest.fixture(autouse=True)
-def options(monkeypatch):
-    def use(response):
-        monkeypatch.setenv("VHD_LLM_OPTIONS", json.dumps({"mock_response": response}))
-    return use
+def isolated(monkeypatch, tmp_path):
+    monkeypatch.setenv("VHD_LLM_CACHE", str(tmp_path / "llm-cache"))
+    monkeypatch.setenv("VHD_LLM_RETRY_WAIT", "0.01")
+    monkeypatch.delenv("VHD_LLM_OPTIONS", raising=False)
+    BUDGET.start(None)
+    yield
+    BUDGET.start(None)
 
 
-def test_a_mock_model_rendering_is_admitted_and_its_call_is_costed(options):
-    m, params, outcome, budget = _instance()
-    options(good_draft(m, params, outcome, budget))
+def _render(model=MODEL, fallback=None, key="key", attempt=1, feedback=None):
+    m, params, outcome, budget = instance()
+    return LitellmSetter(model, fallback).render(m, params, outcome, key, attempt, budget, feedback)
+
+
+def test_a_good_answer_is_admitted_and_its_call_is_costed_from_the_price_map(monkeypatch):
+    m, params, outcome, budget = instance()
+    scripted = ScriptedModel(monkeypatch, [text(good_draft(m, params, outcome, budget))])
     rendering, calls = LitellmSetter(MODEL).render(m, params, outcome, "key", 1, budget)
     assert all(t.name.startswith("llm_") for t in rendering.tools)
     spec = build_spec(m, params, outcome, rendering, split="train", size=20, horizon=6, seed=[5, 0],
                       setter="litellm", model=MODEL, budget=budget)
     assert admit(spec).admitted
     (call,) = calls
-    assert call.prompt_tokens > 0 and call.completion_tokens > 0
-    assert call.cost_source == "price_map" and call.cost_usd > 0
+    assert call.prompt_tokens > 0 and call.completion_tokens > 0 and call.error is None
+    assert call.cost_source == "price_map" and call.cost_usd > 0 and not call.cache_hit
+    schema = scripted.requests[0]["response_format"]["json_schema"]["schema"]
+    assert schema == draft_schema(bindable_operations(m, params))
 
 
-def test_malformed_json_is_a_render_failure_with_the_call_recorded(options):
-    m, params, outcome, budget = _instance()
-    options("{not json")
-    with pytest.raises(RenderFailed) as failure:
-        LitellmSetter(MODEL).render(m, params, outcome, "key", 1, budget)
-    assert "malformed rendering" in str(failure.value)
-    assert len(failure.value.calls) == 1 and failure.value.calls[0].prompt_tokens > 0
+def test_the_schema_only_lets_a_model_bind_real_operations():
+    m, params, _, _ = instance()
+    schema = draft_schema(bindable_operations(m, params))
+    tool = schema["properties"]["tools"]["items"]
+    assert set(tool["properties"]["operation"]["enum"]) == {op.name for op in bindable_operations(m, params)}
+    assert schema["properties"]["tools"]["minItems"] == len(bindable_operations(m, params))
 
 
-def test_missing_fields_are_named(options):
-    m, params, outcome, budget = _instance()
-    draft = json.loads(good_draft(m, params, outcome, budget))
-    del draft["goal"]
-    options(json.dumps(draft))
-    with pytest.raises(RenderFailed, match="goal"):
-        LitellmSetter(MODEL).render(m, params, outcome, "key", 1, budget)
+def test_a_rerun_is_answered_from_the_disk_cache_at_no_cost(monkeypatch):
+    m, params, outcome, budget = instance()
+    scripted = ScriptedModel(monkeypatch, [text(good_draft(m, params, outcome, budget))])
+    first, (paid,) = _render()
+    second, (cached,) = _render()
+    assert len(scripted.requests) == 1  # the second answer never reached the model
+    assert cached.cache_hit and cached.cost_usd == 0.0 and cached.cost_source == "cache"
+    assert (cached.prompt_tokens, cached.completion_tokens) == (paid.prompt_tokens, paid.completion_tokens)
+    assert first == second
 
 
-def test_unknown_price_is_stored_as_null_not_zero(options):
-    m, params, outcome, budget = _instance()
-    options(good_draft(m, params, outcome, budget))
-    _, (call,) = LitellmSetter("openai/a-model-nobody-prices").render(m, params, outcome, "key", 1, budget)
-    assert call.cost_usd is None and call.cost_source == "unknown"
+def test_the_cache_can_be_switched_off(monkeypatch):
+    m, params, outcome, budget = instance()
+    monkeypatch.setenv("VHD_LLM_CACHE", "off")
+    scripted = ScriptedModel(monkeypatch, [text(good_draft(m, params, outcome, budget))])
+    _render()
+    _render()
+    assert len(scripted.requests) == 2
 
 
-def test_custom_prices_take_precedence(options, monkeypatch):
-    m, params, outcome, budget = _instance()
-    options(good_draft(m, params, outcome, budget))
+def test_a_provider_reported_cost_wins(monkeypatch):
+    m, params, outcome, budget = instance()
+    ScriptedModel(monkeypatch, [text(good_draft(m, params, outcome, budget))], provider_cost=0.0123)
+    _, (call,) = _render()
+    assert call.cost_source == "provider" and call.cost_usd == 0.0123
+
+
+def test_custom_prices_take_precedence_over_the_price_map(monkeypatch):
+    m, params, outcome, budget = instance()
+    ScriptedModel(monkeypatch, [text(good_draft(m, params, outcome, budget))])
     monkeypatch.setenv("VHD_LLM_PRICES", json.dumps({"openai/local": [0.2, 0.8]}))
-    _, (call,) = LitellmSetter("openai/local").render(m, params, outcome, "key", 1, budget)
+    _, (call,) = _render("openai/local")
     assert call.cost_source == "custom"
     assert call.cost_usd == pytest.approx((call.prompt_tokens * 0.2 + call.completion_tokens * 0.8) / 1e6)
 
 
-def test_a_rate_limited_call_is_recorded_as_failed(monkeypatch):
-    import litellm
-
-    m, params, outcome, budget = _instance()
-    error = litellm.RateLimitError("slow down", llm_provider="openai", model=MODEL)
-    original = litellm.completion
-    monkeypatch.setattr(litellm, "completion", lambda **kw: original(**{**kw, "mock_response": error,
-                                                                         "num_retries": 0}))
-    with pytest.raises(RenderFailed, match="RateLimitError") as failure:
-        LitellmSetter(MODEL).render(m, params, outcome, "key", 1, budget)
-    assert failure.value.calls[0].error.startswith("RateLimitError")
+def test_an_unknown_price_is_stored_as_null_not_zero(monkeypatch):
+    m, params, outcome, budget = instance()
+    ScriptedModel(monkeypatch, [text(good_draft(m, params, outcome, budget))])
+    _, (call,) = _render("openai/a-model-nobody-prices")
+    assert call.cost_usd is None and call.cost_source == "unknown"
 
 
-def test_the_draft_schema_requires_the_tools():
-    schema = RenderingDraft.model_json_schema()
-    assert "tools" in schema["required"] and "goal" in schema["required"]
+def test_rate_limits_and_timeouts_are_retried_and_every_try_is_recorded(monkeypatch):
+    m, params, outcome, budget = instance()
+    rate_limit = litellm.RateLimitError("slow down", llm_provider="openai", model=MODEL)
+    timeout = litellm.Timeout("took too long", model=MODEL, llm_provider="openai")
+    scripted = ScriptedModel(monkeypatch, [rate_limit, timeout, text(good_draft(m, params, outcome, budget))])
+    rendering, calls = _render()
+    assert len(scripted.requests) == 3 and len(rendering.tools) >= 10
+    assert [c.error.split(":")[0] if c.error else None for c in calls] == ["RateLimitError", "Timeout", None]
+    assert calls[0].cost_usd == 0.0 and calls[0].cost_source == "provider"  # refused: billed nothing
+    assert calls[1].cost_usd is None and calls[1].cost_source == "unknown"  # timed out: maybe billed
+    assert calls[2].cost_usd > 0
+
+
+def test_the_fallback_model_answers_when_the_model_keeps_failing(monkeypatch):
+    m, params, outcome, budget = instance()
+    monkeypatch.setenv("VHD_LLM_RETRIES", "1")
+    down = litellm.InternalServerError("overloaded", llm_provider="openai", model=MODEL)
+    scripted = ScriptedModel(monkeypatch, [down, down, text(good_draft(m, params, outcome, budget))])
+    _, calls = _render(MODEL, fallback="gpt-4o")
+    assert [r["model"] for r in scripted.requests] == [MODEL, MODEL, "gpt-4o"]
+    assert [c.model for c in calls] == [MODEL, MODEL, "gpt-4o"] and calls[-1].error is None
+
+
+def test_a_model_that_never_answers_is_a_render_failure_that_keeps_its_calls(monkeypatch):
+    monkeypatch.setenv("VHD_LLM_RETRIES", "2")
+    ScriptedModel(monkeypatch, [litellm.RateLimitError("slow down", llm_provider="openai", model=MODEL)])
+    with pytest.raises(RenderFailed, match="RateLimitError after 3 tries") as failure:
+        _render()
+    assert len(failure.value.calls) == 3 and all(c.error for c in failure.value.calls)
+
+
+def test_a_bad_request_is_not_retried(monkeypatch):
+    error = litellm.BadRequestError("no such parameter", model=MODEL, llm_provider="openai")
+    scripted = ScriptedModel(monkeypatch, [error])
+    with pytest.raises(RenderFailed, match="BadRequestError"):
+        _render()
+    assert len(scripted.requests) == 1
+
+
+def test_the_budget_stops_calls_before_they_are_made(monkeypatch):
+    m, params, outcome, budget = instance()
+    scripted = ScriptedModel(monkeypatch, [text(good_draft(m, params, outcome, budget))])
+    BUDGET.start(1e-9)
+    _render(key="first")  # the first call is allowed and spends the budget
+    with pytest.raises(BudgetExhausted):
+        _render(key="second")
+    assert len(scripted.requests) == 1 and BUDGET.exhausted
+
+
+def test_feedback_goes_back_to_the_model(monkeypatch):
+    m, params, outcome, budget = instance()
+    scripted = ScriptedModel(monkeypatch, [text(good_draft(m, params, outcome, budget))])
+    _render(attempt=2, feedback="structure: duplicate tool name 'x'")
+    assert "duplicate tool name 'x'" in scripted.requests[0]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    (lambda d: "{not json", "malformed JSON"),
+    (lambda d: text({k: v for k, v in d.items() if k != "goal"}), "malformed rendering at goal: Field required"),
+    (lambda d: text({**d, "intro": "x" * 5000}), "malformed rendering at intro: String should have at most 1500"),
+    (lambda d: text({**d, "tools": [{**d["tools"][0], "name": "Bad Name!"}, *d["tools"][1:]]}), "invalid tool name"),
+    (lambda d: text({**d, "tools": [{**d["tools"][0], "operation": "rm_rf"}, *d["tools"][1:]]}),
+     "bound to unknown operation 'rm_rf'"),
+    (lambda d: text({**d, "tools": [{**t, "argument_names": {"nope": "x"}} if t["operation"] == "place_order" else t
+                                    for t in d["tools"]]}), "renames 'nope', which operation 'place_order'"),
+])
+def test_bad_answers_are_refused_with_a_precise_reason(monkeypatch, change, reason):
+    m, params, outcome, budget = instance()
+    ScriptedModel(monkeypatch, [change(good_draft(m, params, outcome, budget))])
+    with pytest.raises(RenderFailed, match=reason.replace("(", r"\(")) as failure:
+        _render()
+    assert len(failure.value.calls) == 1  # the call that produced it is kept (it cost money)

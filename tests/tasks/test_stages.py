@@ -76,37 +76,6 @@ def test_every_rejected_attempt_is_recorded_with_a_reason(tmp_path):
     assert all(a.env_id for a in attempts if a.admitted)
 
 
-def test_the_litellm_setter_path_lands_every_call_with_tokens_and_cost(tmp_path, monkeypatch):
-    import json
-
-    import numpy as np
-
-    import mechanisms
-    from setter.spec import turn_budget
-    from tests.setter.test_llm import good_draft
-
-    m = mechanisms.get("inventory_dp")
-    params = m.sample(np.random.default_rng([1, 1]), 20, 6)
-    outcome = m.outcome(params)
-    monkeypatch.setenv("VHD_LLM_OPTIONS", json.dumps({"mock_response": good_draft(m, params, outcome,
-                                                                                  turn_budget(m, params, outcome))}))
-    shards = plan_shards("2026-03-05", 6, "inventory_dp", setter="litellm", model="gpt-4o-mini")
-    landed = []
-    for shard in shards:
-        result = validate_candidates(shard, render_candidates(shard, solve_instances(shard, sample_instances(shard))))
-        landed.append(land_result(str(tmp_path), result, "llm-run"))
-    summary = commit(str(tmp_path), "llm-run", None, "2026-03-05", {"count": 6}, landed, 0, [],
-                     dt.datetime.now(dt.UTC))
-    wh = resolve_warehouse(str(tmp_path))
-    calls = run_query(wh, "SELECT count(*) AS n, min(prompt_tokens) AS p, sum(cost_usd) AS usd, "
-                          "any_value(cost_source) AS source FROM llm_calls").to_pylist()[0]
-    attempts = run_query(wh, "SELECT count(*) AS n FROM attempts").to_pylist()[0]["n"]
-    assert calls["n"] == attempts >= 6 and calls["p"] > 0 and calls["source"] == "price_map"
-    envs = run_query(wh, "SELECT sum(llm_cost_usd) AS usd, min(setter) AS setter FROM environments").to_pylist()[0]
-    assert envs["setter"] == "litellm" and envs["usd"] <= calls["usd"] + 1e-12 and envs["usd"] > 0
-    assert summary["llm_cost_usd"] == pytest.approx(calls["usd"])
-
-
 def test_a_shard_that_runs_out_of_instances_makes_the_run_partial_and_says_why(tmp_path):
     from schemas.shard import ShardSpec
 
