@@ -24,7 +24,7 @@ from setter.phrasebook import argument_name, slug, vocabulary
 from setter.template import bindable_operations, compose_instructions
 
 MAX_TITLE = 120
-MAX_INTRO = 1500
+MAX_INTRO = 1000  # llama.cpp's grammar parser refuses string limits above 1000
 MAX_GOAL = 600
 MAX_DESCRIPTION = 400
 IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
@@ -97,6 +97,9 @@ class LitellmSetter:
     name = "litellm"
 
     def __init__(self, model: str, fallback_model: str | None = None):
+        from setter.llm_client import response_format, retries
+
+        llm_options(), custom_prices(), retries(), response_format({})  # bad configuration fails before any call
         self.model = model
         self.models = [model, *([fallback_model] if fallback_model and fallback_model != model else [])]
 

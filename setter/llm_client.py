@@ -73,6 +73,17 @@ def custom_prices() -> dict[str, tuple[float, float]]:
                          'e.g. {"openai/local": [0.2, 0.8]}') from None
 
 
+def response_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """How the schema is sent: OpenAI's `json_schema` form (default), or `json_object` with a schema, the form
+    llama.cpp's server compiles into a grammar ($VHD_LLM_RESPONSE_FORMAT=json_object; `vhd llm serve` says so)."""
+    kind = os.environ.get("VHD_LLM_RESPONSE_FORMAT", "json_schema")
+    if kind == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": "rendering", "schema": schema}}
+    if kind == "json_object":
+        return {"type": "json_object", "schema": schema}
+    raise ValueError(f"VHD_LLM_RESPONSE_FORMAT must be json_schema or json_object, got {kind!r}")
+
+
 def retries() -> int:
     raw = os.environ.get("VHD_LLM_RETRIES", str(DEFAULT_RETRIES))
     if not raw.isdigit():
@@ -135,6 +146,7 @@ def _call_with_retries(model: str, messages, schema, options, instance_key: str,
     import litellm
 
     tries: list[CallRecord] = []
+    fmt = response_format(schema)  # a configuration error surfaces here, not as a failed call
     wait = float(os.environ.get("VHD_LLM_RETRY_WAIT", "1"))
     retrying = Retrying(stop=stop_after_attempt(retries() + 1),
                         wait=wait_exponential_jitter(initial=wait, max=30 * max(wait, 0.01), jitter=wait),
@@ -144,11 +156,8 @@ def _call_with_retries(model: str, messages, schema, options, instance_key: str,
         BUDGET.check()
         started = time.perf_counter()
         try:
-            response = litellm.completion(
-                model=model, messages=messages, max_tokens=MAX_COMPLETION_TOKENS,
-                response_format={"type": "json_schema", "json_schema": {"name": "rendering", "schema": schema,
-                                                                        "strict": True}},
-                **{"num_retries": 0, **options})
+            response = litellm.completion(model=model, messages=messages, max_tokens=MAX_COMPLETION_TOKENS,
+                                          response_format=fmt, **{"num_retries": 0, **options})
         except Exception as error:
             # a call the provider refused (rate limit, bad request) is billed nothing; one that timed out or
             # lost its connection may have been processed, so its cost is unknown

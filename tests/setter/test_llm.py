@@ -49,6 +49,18 @@ def test_a_good_answer_is_admitted_and_its_call_is_costed_from_the_price_map(mon
     assert schema == draft_schema(bindable_operations(m, params))
 
 
+def test_the_schema_can_be_sent_in_the_form_llama_cpp_enforces(monkeypatch):
+    m, params, outcome, budget = instance()
+    monkeypatch.setenv("VHD_LLM_RESPONSE_FORMAT", "json_object")
+    scripted = ScriptedModel(monkeypatch, [text(good_draft(m, params, outcome, budget))])
+    _render()
+    assert scripted.requests[0]["response_format"] == {"type": "json_object",
+                                                       "schema": draft_schema(bindable_operations(m, params))}
+    monkeypatch.setenv("VHD_LLM_RESPONSE_FORMAT", "yaml")
+    with pytest.raises(ValueError, match="json_schema or json_object"):
+        _render(key="other")
+
+
 def test_the_schema_only_lets_a_model_bind_real_operations():
     m, params, _, _ = instance()
     schema = draft_schema(bindable_operations(m, params))
@@ -159,7 +171,7 @@ def test_feedback_goes_back_to_the_model(monkeypatch):
 @pytest.mark.parametrize(("change", "reason"), [
     (lambda d: "{not json", "malformed JSON"),
     (lambda d: text({k: v for k, v in d.items() if k != "goal"}), "malformed rendering at goal: Field required"),
-    (lambda d: text({**d, "intro": "x" * 5000}), "malformed rendering at intro: String should have at most 1500"),
+    (lambda d: text({**d, "intro": "x" * 5000}), "malformed rendering at intro: String should have at most 1000"),
     (lambda d: text({**d, "tools": [{**d["tools"][0], "name": "Bad Name!"}, *d["tools"][1:]]}), "invalid tool name"),
     (lambda d: text({**d, "tools": [{**d["tools"][0], "operation": "rm_rf"}, *d["tools"][1:]]}),
      "bound to unknown operation 'rm_rf'"),
