@@ -26,32 +26,35 @@ from setter.template import bindable_operations, compose_instructions
 MAX_TITLE = 120
 MAX_INTRO = 1000  # llama.cpp's grammar parser refuses string limits above 1000
 MAX_GOAL = 600
-MAX_DESCRIPTION = 400
+MAX_DESCRIPTION = 300
 IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 
 
 class ToolDraft(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    operation: str
     name: str
     description: str = Field(max_length=MAX_DESCRIPTION)
     argument_names: dict[str, str] = Field(default_factory=dict)  # operation argument -> tool argument
 
 
 class RenderingDraft(BaseModel):
-    """Exactly what the model is asked to write."""
+    """Exactly what the model is asked to write: the tools keyed by the operation each is bound to."""
 
     model_config = ConfigDict(extra="forbid")
     title: str = Field(min_length=3, max_length=MAX_TITLE)
     intro: str = Field(min_length=20, max_length=MAX_INTRO)
     goal: str = Field(min_length=10, max_length=MAX_GOAL)
     entities: list[Entity] = Field(min_length=1, max_length=10)
-    tools: list[ToolDraft] = Field(min_length=1, max_length=40)
+    tools: dict[str, ToolDraft] = Field(min_length=1, max_length=40)
 
 
 def draft_schema(operations: list[OperationSpec]) -> dict[str, Any]:
-    """The JSON schema of a draft for these operations (a constrained decoder can only bind real ones)."""
+    """The JSON schema of a draft: one tool per operation, keyed by it, so a constrained decoder binds every
+    operation exactly once and nothing else."""
     string = {"type": "string"}
+    tool = {"type": "object", "additionalProperties": False, "required": ["name", "description"],
+            "properties": {"name": {"type": "string", "pattern": "^[a-z][a-z0-9_]{2,40}$"},
+                           "description": {"type": "string", "maxLength": MAX_DESCRIPTION}}}
     return {
         "type": "object",
         "additionalProperties": False,
@@ -60,15 +63,12 @@ def draft_schema(operations: list[OperationSpec]) -> dict[str, Any]:
             "title": {"type": "string", "maxLength": MAX_TITLE},
             "intro": {"type": "string", "maxLength": MAX_INTRO},
             "goal": {"type": "string", "maxLength": MAX_GOAL},
-            "entities": {"type": "array", "minItems": 2, "maxItems": 6, "items": {
+            "entities": {"type": "array", "minItems": 2, "maxItems": 4, "items": {
                 "type": "object", "additionalProperties": False, "required": ["name", "attributes", "relates_to"],
-                "properties": {"name": string, "attributes": {"type": "array", "items": string, "maxItems": 6},
-                               "relates_to": {"type": "array", "items": string, "maxItems": 4}}}},
-            "tools": {"type": "array", "minItems": len(operations), "maxItems": len(operations), "items": {
-                "type": "object", "additionalProperties": False, "required": ["operation", "name", "description"],
-                "properties": {"operation": {"type": "string", "enum": [op.name for op in operations]},
-                               "name": {"type": "string", "pattern": "^[a-z][a-z0-9_]{2,40}$"},
-                               "description": {"type": "string", "maxLength": MAX_DESCRIPTION}}}},
+                "properties": {"name": string, "attributes": {"type": "array", "items": string, "maxItems": 4},
+                               "relates_to": {"type": "array", "items": string, "maxItems": 3}}}},
+            "tools": {"type": "object", "additionalProperties": False, "required": [op.name for op in operations],
+                      "properties": {op.name: tool for op in operations}},
         },
     }
 
@@ -83,8 +83,9 @@ def build_prompt(mechanism: Mechanism, params, passage: Passage, feedback: str |
             f"Task family: {mechanism.summary}.\n"
             f"Write a JSON object with: title (a short title); intro (2-3 sentences to the agent, who is the "
             f"{passage.vocab['role']} at {passage.vocab['place']}); goal (one sentence); entities (2-6 things of "
-            f"the domain, each with name, attributes, relates_to); tools (exactly one per operation below, each with "
-            f"operation, name in snake_case fitting the setting, and a one-sentence description).\n"
+            f"the domain, each with name, attributes, relates_to); tools (an object with one entry per operation below, "
+            f"keyed by the operation, each with a name in snake_case fitting the setting and a one-sentence "
+            f"description).\n"
             f"Operations:\n{listing}")
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     if feedback:
@@ -139,12 +140,12 @@ def assemble(mechanism: Mechanism, params, passage: Passage, draft: RenderingDra
     operations = {op.name: op for op in bindable_operations(mechanism, params)}
     words = vocabulary(passage.vocab)
     tools = []
-    for tool in draft.tools:
+    for operation, tool in draft.tools.items():
         if not IDENTIFIER.match(tool.name):
             raise ValueError(f"invalid tool name {tool.name!r}: use lower-case letters, digits and _ (at most 48)")
-        op = operations.get(tool.operation)
+        op = operations.get(operation)
         if op is None:
-            raise ValueError(f"tool {tool.name!r} is bound to unknown operation {tool.operation!r}")
+            raise ValueError(f"tool {tool.name!r} is bound to unknown operation {operation!r}")
         extra = sorted(set(tool.argument_names) - set(op.args))
         if extra:
             raise ValueError(f"tool {tool.name!r} renames {extra[0]!r}, which operation {op.name!r} does not take "

@@ -4,6 +4,7 @@ fallback, the disk cache and every cost source."""
 from __future__ import annotations
 
 import json
+import re
 
 import litellm
 import pytest
@@ -61,12 +62,12 @@ def test_the_schema_can_be_sent_in_the_form_llama_cpp_enforces(monkeypatch):
         _render(key="other")
 
 
-def test_the_schema_only_lets_a_model_bind_real_operations():
+def test_the_schema_binds_every_operation_exactly_once():
     m, params, _, _ = instance()
     schema = draft_schema(bindable_operations(m, params))
-    tool = schema["properties"]["tools"]["items"]
-    assert set(tool["properties"]["operation"]["enum"]) == {op.name for op in bindable_operations(m, params)}
-    assert schema["properties"]["tools"]["minItems"] == len(bindable_operations(m, params))
+    tools = schema["properties"]["tools"]
+    names = {op.name for op in bindable_operations(m, params)}
+    assert set(tools["required"]) == set(tools["properties"]) == names and tools["additionalProperties"] is False
 
 
 def test_a_rerun_is_answered_from_the_disk_cache_at_no_cost(monkeypatch):
@@ -168,19 +169,25 @@ def test_feedback_goes_back_to_the_model(monkeypatch):
     assert "duplicate tool name 'x'" in scripted.requests[0]["messages"][-1]["content"]
 
 
+def _with_tool(draft, operation, **changes):
+    return {**draft, "tools": {**draft["tools"], operation: {**draft["tools"][operation], **changes}}}
+
+
 @pytest.mark.parametrize(("change", "reason"), [
     (lambda d: "{not json", "malformed JSON"),
     (lambda d: text({k: v for k, v in d.items() if k != "goal"}), "malformed rendering at goal: Field required"),
     (lambda d: text({**d, "intro": "x" * 5000}), "malformed rendering at intro: String should have at most 1000"),
-    (lambda d: text({**d, "tools": [{**d["tools"][0], "name": "Bad Name!"}, *d["tools"][1:]]}), "invalid tool name"),
-    (lambda d: text({**d, "tools": [{**d["tools"][0], "operation": "rm_rf"}, *d["tools"][1:]]}),
+    (lambda d: text(_with_tool(d, "place_order", name="Bad Name!")), "invalid tool name 'Bad Name!'"),
+    (lambda d: text({**d, "tools": {**d["tools"], "rm_rf": {"name": "wipe", "description": "x"}}}),
      "bound to unknown operation 'rm_rf'"),
-    (lambda d: text({**d, "tools": [{**t, "argument_names": {"nope": "x"}} if t["operation"] == "place_order" else t
-                                    for t in d["tools"]]}), "renames 'nope', which operation 'place_order'"),
+    (lambda d: text(_with_tool(d, "place_order", argument_names={"nope": "x"})),
+     "renames 'nope', which operation 'place_order'"),
+    (lambda d: text(_with_tool(d, "place_order", argument_names={"quantity": "Not An Identifier"})),
+     "invalid or repeated argument names"),
 ])
 def test_bad_answers_are_refused_with_a_precise_reason(monkeypatch, change, reason):
     m, params, outcome, budget = instance()
     ScriptedModel(monkeypatch, [change(good_draft(m, params, outcome, budget))])
-    with pytest.raises(RenderFailed, match=reason.replace("(", r"\(")) as failure:
+    with pytest.raises(RenderFailed, match=re.escape(reason)) as failure:
         _render()
     assert len(failure.value.calls) == 1  # the call that produced it is kept (it cost money)

@@ -70,11 +70,13 @@ def test_every_call_lands_with_tokens_and_cost(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize(("bad", "reason"), [
     (lambda d: "{not json", "setter: malformed JSON"),
-    (lambda d: text({**d, "tools": d["tools"][:5]}), "structure: only 5 tools; at least 10 are required"),
-    (lambda d: text({**d, "tools": [*d["tools"], d["tools"][0]]}), "structure: duplicate tool name"),
-    (lambda d: text({**d, "tools": [t for t in d["tools"] if t["operation"] != "place_order"]}),
+    (lambda d: text({**d, "tools": dict(list(d["tools"].items())[:5])}),
+     "structure: only 5 tools; at least 10 are required"),
+    (lambda d: text({**d, "tools": {k: {**v, "name": "same_name"} for k, v in d["tools"].items()}}),
+     "structure: duplicate tool name 'same_name'"),
+    (lambda d: text({**d, "tools": {k: v for k, v in d["tools"].items() if k != "place_order"}}),
      "structure: no tool is bound to the operation 'place_order'"),
-    (lambda d: text({**d, "intro": "Numbers: " + " ".join(str(n) for n in range(0, 400))}),
+    (lambda d: text({**d, "intro": "Numbers: " + " ".join(str(n) for n in range(0, 240))}),
      "leak: hidden mode shows parameter or solution values"),
     (lambda d: text({**d, "goal": "g" * 700}), "setter: malformed rendering at goal"),
 ])
