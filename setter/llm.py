@@ -82,9 +82,9 @@ def build_prompt(mechanism: Mechanism, params, passage: Passage, feedback: str |
     user = (f"Setting, whose names and vocabulary you use:\n{passage.text}\nVocabulary: {vocab}\n\n"
             f"Task family: {mechanism.summary}.\n"
             f"Write a JSON object with: title (a short title); intro (2-3 sentences to the agent, who is the "
-            f"{passage.vocab['role']} at {passage.vocab['place']}); goal (one sentence); entities (2-6 things of "
-            f"the domain, each with name, attributes, relates_to); tools (an object with one entry per operation below, "
-            f"keyed by the operation, each with a name in snake_case fitting the setting and a one-sentence "
+            f"{passage.vocab['role']} at {passage.vocab['place']}); goal (one sentence); entities (2-4 things of "
+            f"the domain, each with name, attributes, relates_to); tools (an object with one entry per operation "
+            f"below, keyed by the operation, each with a name in snake_case fitting the setting and a one-sentence "
             f"description).\n"
             f"Operations:\n{listing}")
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
