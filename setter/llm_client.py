@@ -145,6 +145,8 @@ def complete(models: list[str], messages: list[dict[str, str]], schema: dict[str
 def _call_with_retries(model: str, messages, schema, options, instance_key: str, attempt: int):
     import litellm
 
+    litellm.suppress_debug_info = True  # its "Provider List" banner on errors would go to our stdout
+
     tries: list[CallRecord] = []
     fmt = response_format(schema)  # a configuration error surfaces here, not as a failed call
     wait = float(os.environ.get("VHD_LLM_RETRY_WAIT", "1"))
