@@ -23,10 +23,12 @@ from setter.llm_client import LlmCallFailed, call_cost, complete, custom_prices,
 from setter.phrasebook import argument_name, slug, vocabulary
 from setter.template import bindable_operations, compose_instructions
 
-MAX_TITLE = 120
-MAX_INTRO = 1000  # llama.cpp's grammar parser refuses string limits above 1000
-MAX_GOAL = 600
-MAX_DESCRIPTION = 300
+# Short fields: a rendering is ~15 names and one-sentence descriptions. The limits keep a small local model's
+# answer to ~500 tokens (llama.cpp's grammar parser also refuses string limits above 1000).
+MAX_TITLE = 80
+MAX_INTRO = 500
+MAX_GOAL = 240
+MAX_DESCRIPTION = 160
 IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 
 
@@ -51,7 +53,6 @@ class RenderingDraft(BaseModel):
 def draft_schema(operations: list[OperationSpec]) -> dict[str, Any]:
     """The JSON schema of a draft: one tool per operation, keyed by it, so a constrained decoder binds every
     operation exactly once and nothing else."""
-    string = {"type": "string"}
     tool = {"type": "object", "additionalProperties": False, "required": ["name", "description"],
             "properties": {"name": {"type": "string", "pattern": "^[a-z][a-z0-9_]{2,40}$"},
                            "description": {"type": "string", "maxLength": MAX_DESCRIPTION}}}
@@ -63,10 +64,13 @@ def draft_schema(operations: list[OperationSpec]) -> dict[str, Any]:
             "title": {"type": "string", "maxLength": MAX_TITLE},
             "intro": {"type": "string", "maxLength": MAX_INTRO},
             "goal": {"type": "string", "maxLength": MAX_GOAL},
-            "entities": {"type": "array", "minItems": 2, "maxItems": 4, "items": {
+            "entities": {"type": "array", "minItems": 2, "maxItems": 3, "items": {
                 "type": "object", "additionalProperties": False, "required": ["name", "attributes", "relates_to"],
-                "properties": {"name": string, "attributes": {"type": "array", "items": string, "maxItems": 4},
-                               "relates_to": {"type": "array", "items": string, "maxItems": 3}}}},
+                "properties": {"name": {"type": "string", "maxLength": 40},
+                               "attributes": {"type": "array", "items": {"type": "string", "maxLength": 30},
+                                              "maxItems": 3},
+                               "relates_to": {"type": "array", "items": {"type": "string", "maxLength": 40},
+                                              "maxItems": 2}}}},
             "tools": {"type": "object", "additionalProperties": False, "required": [op.name for op in operations],
                       "properties": {op.name: tool for op in operations}},
         },
@@ -82,7 +86,7 @@ def build_prompt(mechanism: Mechanism, params, passage: Passage, feedback: str |
     user = (f"Setting, whose names and vocabulary you use:\n{passage.text}\nVocabulary: {vocab}\n\n"
             f"Task family: {mechanism.summary}.\n"
             f"Write a JSON object with: title (a short title); intro (2-3 sentences to the agent, who is the "
-            f"{passage.vocab['role']} at {passage.vocab['place']}); goal (one sentence); entities (2-4 things of "
+            f"{passage.vocab['role']} at {passage.vocab['place']}); goal (one sentence); entities (2-3 things of "
             f"the domain, each with name, attributes, relates_to); tools (an object with one entry per operation "
             f"below, keyed by the operation, each with a name in snake_case fitting the setting and a one-sentence "
             f"description).\n"

@@ -27,7 +27,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the
 TRANSIENT_ERRORS = {"RateLimitError", "Timeout", "APIConnectionError", "ServiceUnavailableError",
                     "InternalServerError", "APIError"}
 DEFAULT_RETRIES = 3  # further tries of a model after a transient error
-MAX_COMPLETION_TOKENS = 2048
+MAX_COMPLETION_TOKENS = 1500  # a rendering is ~500 tokens; bounds a runaway answer
 
 # The shard whose rendering is running in this thread: live progress is booked against it.
 CURRENT_SHARD: contextvars.ContextVar[str | None] = contextvars.ContextVar("vhd_current_shard", default=None)

@@ -45,7 +45,7 @@ def instance(family: str = "inventory_dp", index: int = 0):
 def good_draft(m, params, outcome, budget, **changes) -> dict:
     """What a competent model writes: a name and description per operation, no numbers."""
     rendering, _ = TemplateSetter().render(m, params, outcome, "k", 1, budget)
-    tools = {t.operation: {"name": f"llm_{t.name}"[:40], "description": t.description[:250]}
+    tools = {t.operation: {"name": f"llm_{t.name}"[:40], "description": t.description[:150]}
              for t in rendering.tools}
     draft = {"title": "A model's title", "intro": "You run the stockroom for the cooperative this season.",
              "goal": "Make as much profit as you can.", "entities": [e.model_dump() for e in rendering.entities],

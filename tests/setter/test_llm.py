@@ -176,7 +176,7 @@ def _with_tool(draft, operation, **changes):
 @pytest.mark.parametrize(("change", "reason"), [
     (lambda d: "{not json", "malformed JSON"),
     (lambda d: text({k: v for k, v in d.items() if k != "goal"}), "malformed rendering at goal: Field required"),
-    (lambda d: text({**d, "intro": "x" * 5000}), "malformed rendering at intro: String should have at most 1000"),
+    (lambda d: text({**d, "intro": "x" * 5000}), "malformed rendering at intro: String should have at most 500"),
     (lambda d: text(_with_tool(d, "place_order", name="Bad Name!")), "invalid tool name 'Bad Name!'"),
     (lambda d: text({**d, "tools": {**d["tools"], "rm_rf": {"name": "wipe", "description": "x"}}}),
      "bound to unknown operation 'rm_rf'"),
