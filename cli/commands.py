@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from cli.llm import cmd_llm  # noqa: F401 - `vhd llm`, looked up by name in cli.main
 from cli.output import arrow_rows, console, print_rows
 
 

@@ -80,6 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--count", type=int, default=300, help="environments per night")
     serve.add_argument("--families", help="family mix of the nightly run")
     serve.add_argument("--name", default="nightly", help="deployment name (default nightly)")
+
+    llm = add("llm", "the local model: 'serve' runs gemma-3-270m on 127.0.0.1 for --setter litellm, offline")
+    llm.add_argument("action", choices=("serve",))
+    llm.add_argument("--port", type=int, help="port on 127.0.0.1 (default 8080)")
+    llm.add_argument("--n-ctx", type=int, default=8192, help="context window in tokens (default 8192)")
+    llm.add_argument("--log", help="server log file (default: a temporary file, named at start)")
     return parser
 
 
