@@ -9,6 +9,7 @@ never from the model's text. A rejected draft is re-prompted with the validator'
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any
 
@@ -20,7 +21,7 @@ from schemas.shard import CallRecord
 from setter.base import RenderFailed
 from setter.corpus import Passage, choose_passage
 from setter.llm_client import LlmCallFailed, call_cost, complete, custom_prices, llm_options  # noqa: F401
-from setter.phrasebook import argument_name, slug, vocabulary
+from setter.phrasebook import argument_name, phrase, slug, vocabulary
 from setter.template import bindable_operations, compose_instructions
 
 # Short fields: a rendering is ~15 names and one-sentence descriptions. The limits keep a small local model's
@@ -35,7 +36,7 @@ IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 class ToolDraft(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
-    description: str = Field(max_length=MAX_DESCRIPTION)
+    description: str = Field(default="", max_length=MAX_DESCRIPTION)  # compact drafts leave it to the phrasebook
     argument_names: dict[str, str] = Field(default_factory=dict)  # operation argument -> tool argument
 
 
@@ -50,20 +51,33 @@ class RenderingDraft(BaseModel):
     tools: dict[str, ToolDraft] = Field(min_length=1, max_length=40)
 
 
+def compact_drafts() -> bool:
+    """$VHD_LLM_DRAFT=compact: the model names the tools and the phrasebook describes them (a third of the
+    tokens; what a small local model can write in reasonable time). Default: full."""
+    mode = os.environ.get("VHD_LLM_DRAFT", "full")
+    if mode not in ("full", "compact"):
+        raise ValueError(f"VHD_LLM_DRAFT must be full or compact, got {mode!r}")
+    return mode == "compact"
+
+
 def draft_schema(operations: list[OperationSpec]) -> dict[str, Any]:
     """The JSON schema of a draft: one tool per operation, keyed by it, so a constrained decoder binds every
     operation exactly once and nothing else."""
-    tool = {"type": "object", "additionalProperties": False, "required": ["name", "description"],
-            "properties": {"name": {"type": "string", "pattern": "^[a-z][a-z0-9_]{2,40}$"},
-                           "description": {"type": "string", "maxLength": MAX_DESCRIPTION}}}
+    name = {"type": "string", "pattern": "^[a-z][a-z0-9_]{2,40}$"}
+    if compact_drafts():
+        tool = {"type": "object", "additionalProperties": False, "required": ["name"], "properties": {"name": name}}
+    else:
+        tool = {"type": "object", "additionalProperties": False, "required": ["name", "description"],
+                "properties": {"name": name,
+                               "description": {"type": "string", "minLength": 10, "maxLength": MAX_DESCRIPTION}}}
     return {
         "type": "object",
         "additionalProperties": False,
         "required": ["title", "intro", "goal", "entities", "tools"],
         "properties": {
-            "title": {"type": "string", "maxLength": MAX_TITLE},
-            "intro": {"type": "string", "maxLength": MAX_INTRO},
-            "goal": {"type": "string", "maxLength": MAX_GOAL},
+            "title": {"type": "string", "minLength": 3, "maxLength": MAX_TITLE},
+            "intro": {"type": "string", "minLength": 20, "maxLength": MAX_INTRO},
+            "goal": {"type": "string", "minLength": 10, "maxLength": MAX_GOAL},
             "entities": {"type": "array", "minItems": 2, "maxItems": 3, "items": {
                 "type": "object", "additionalProperties": False, "required": ["name", "attributes", "relates_to"],
                 "properties": {"name": {"type": "string", "maxLength": 40},
@@ -88,8 +102,8 @@ def build_prompt(mechanism: Mechanism, params, passage: Passage, feedback: str |
             f"Write a JSON object with: title (a short title); intro (2-3 sentences to the agent, who is the "
             f"{passage.vocab['role']} at {passage.vocab['place']}); goal (one sentence); entities (2-3 things of "
             f"the domain, each with name, attributes, relates_to); tools (an object with one entry per operation "
-            f"below, keyed by the operation, each with a name in snake_case fitting the setting and a one-sentence "
-            f"description).\n"
+            f"below, keyed by the operation, each with a name in snake_case fitting the setting"
+            + ("" if compact_drafts() else " and a one-sentence description") + ").\n"
             f"Operations:\n{listing}")
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     if feedback:
@@ -104,7 +118,7 @@ class LitellmSetter:
     def __init__(self, model: str, fallback_model: str | None = None):
         from setter.llm_client import response_format, retries
 
-        llm_options(), custom_prices(), retries(), response_format({})  # bad configuration fails before any call
+        llm_options(), custom_prices(), retries(), response_format({}), compact_drafts()  # fail before any call
         self.model = model
         self.models = [model, *([fallback_model] if fallback_model and fallback_model != model else [])]
 
@@ -128,7 +142,7 @@ class LitellmSetter:
 def parse_draft(text: str) -> RenderingDraft:
     """The model's JSON as a draft, or ValueError with the first precise problem."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, strict=False)  # a raw newline inside a string is harmless here
     except json.JSONDecodeError as error:
         raise ValueError(f"malformed JSON: {error.msg} at character {error.pos}") from None
     try:
@@ -164,8 +178,8 @@ def assemble(mechanism: Mechanism, params, passage: Passage, draft: RenderingDra
                                    **({"maximum": spec.maximum} if spec.maximum is not None else {}),
                                    **({"enum": list(spec.enum)} if spec.enum else {})}
                       for arg, spec in op.args.items()}
-        description = tool.description + (" Spends a turn from the same budget as decisions."
-                                          if op.kind == "probe" else "")
+        description = (tool.description or phrase(mechanism.id, op.name, op.summary)[1].format(**words)) + (
+            " Spends a turn from the same budget as decisions." if op.kind == "probe" else "")
         tools.append(ToolSpec(name=tool.name, description=description, kind=op.kind,
                               parameters={"type": "object", "properties": properties,
                                           "required": list(properties), "additionalProperties": False},

