@@ -31,12 +31,14 @@ def cmd_llm(args) -> int:
             server.start()
         except LocalModelError as error:
             raise CliError(str(error)) from None
-        options = json.dumps({"api_base": server.api_base})
+        options = json.dumps({"api_base": server.api_base, "api_key": "local"})
         print(f"local model {server.model} ready on {server.api_base} in {time.perf_counter() - started:.1f} s "
               f"(n_ctx {server.n_ctx}, {server.n_threads} threads; log {server.log_path})")
         print("use it with:")
         print(f"  --setter litellm --model {server.model}")
         print(f"  export VHD_LLM_OPTIONS='{options}'")
+        print("  export VHD_LLM_RESPONSE_FORMAT=json_object   # the schema form this server enforces")
+        print("  export VHD_LLM_DRAFT=compact                 # a 270M model names the tools; ~30 s per rendering")
         print("Ctrl-C stops it.", flush=True)
         code = server.wait()
         raise CliError(f"the local model server exited with code {code}: {server.log_tail()}")

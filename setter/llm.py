@@ -93,7 +93,10 @@ def draft_schema(operations: list[OperationSpec]) -> dict[str, Any]:
 
 def build_prompt(mechanism: Mechanism, params, passage: Passage, feedback: str | None) -> list[dict[str, str]]:
     operations = bindable_operations(mechanism, params)
-    listing = "\n".join(f"- {op.name} ({op.kind}): {op.summary}" for op in operations)
+    words = vocabulary(passage.vocab)
+    # a suggested name per operation (the phrasebook's, in this passage's words): names stay distinct and fit
+    examples = {op.name: slug(phrase(mechanism.id, op.name, op.summary)[0].format(**words)) for op in operations}
+    listing = "\n".join(f"- {op.name} ({op.kind}): {op.summary}; e.g. \"{examples[op.name]}\"" for op in operations)
     vocab = ", ".join(f"{k}={v}" for k, v in sorted(passage.vocab.items()))
     system = ("You design tool-calling environments for training agents. Answer with one JSON object only. "
               "Never write a number: the figures are added by the system.")
@@ -102,7 +105,7 @@ def build_prompt(mechanism: Mechanism, params, passage: Passage, feedback: str |
             f"Write a JSON object with: title (a short title); intro (2-3 sentences to the agent, who is the "
             f"{passage.vocab['role']} at {passage.vocab['place']}); goal (one sentence); entities (2-3 things of "
             f"the domain, each with name, attributes, relates_to); tools (an object with one entry per operation "
-            f"below, keyed by the operation, each with a name in snake_case fitting the setting"
+            f"below, keyed by the operation, each with a distinct snake_case name fitting the setting"
             + ("" if compact_drafts() else " and a one-sentence description") + ").\n"
             f"Operations:\n{listing}")
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -153,10 +156,26 @@ def parse_draft(text: str) -> RenderingDraft:
         raise ValueError(f"malformed rendering at {where}: {first['msg']}") from None
 
 
+def _distinct_names(mechanism: Mechanism, draft: RenderingDraft, words: dict[str, str]) -> RenderingDraft:
+    """Compact drafts only: a name the model already used goes to the phrasebook's name for that operation
+    (a small model repeats names; full drafts are refused for it instead)."""
+    seen: set[str] = set()
+    tools = {}
+    for operation, tool in draft.tools.items():
+        name = tool.name
+        if name in seen:
+            name = slug(phrase(mechanism.id, operation, operation)[0].format(**words))[:48]
+        seen.add(name)
+        tools[operation] = tool.model_copy(update={"name": name})
+    return draft.model_copy(update={"tools": tools})
+
+
 def assemble(mechanism: Mechanism, params, passage: Passage, draft: RenderingDraft, turn_budget: int) -> Rendering:
     """Tools bound by trusted code; a draft that binds badly is refused here with the precise reason."""
     operations = {op.name: op for op in bindable_operations(mechanism, params)}
     words = vocabulary(passage.vocab)
+    if compact_drafts():
+        draft = _distinct_names(mechanism, draft, words)
     tools = []
     for operation, tool in draft.tools.items():
         if not IDENTIFIER.match(tool.name):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from typing import Any
 
@@ -51,7 +52,10 @@ class ShardStagePolicy(CachePolicy):
         if BUDGET.limit_usd is not None:
             return None  # a budget can cut a stage short: never cache such results (model answers are cached)
         version = mechanisms.get(shard.family).version
-        return f"vhd-{task_ctx.task.name}-{shard.key}-v{version}-{CODE_VERSION}"
+        # per warehouse: the cache resumes a run into the same warehouse; another warehouse starts afresh
+        # (its model answers still come from the LLM disk cache, at no cost)
+        warehouse = hashlib.sha256(str(flow_parameters.get("warehouse")).encode()).hexdigest()[:8]
+        return f"vhd-{task_ctx.task.name}-{shard.key}-{warehouse}-v{version}-{CODE_VERSION}"
 
 
 STAGE_OPTIONS: dict[str, Any] = {

@@ -216,3 +216,30 @@ def test_raw_newlines_inside_strings_are_accepted(monkeypatch):
     ScriptedModel(monkeypatch, [text(good_draft(m, params, outcome, budget)).replace("this season.", "this\nseason.")])
     rendering, _ = _render()
     assert "this\nseason." in rendering.instructions["hidden"]
+
+
+def test_compact_drafts_give_a_repeated_name_the_phrasebooks_name(monkeypatch):
+    m, params, outcome, budget = instance()
+    monkeypatch.setenv("VHD_LLM_DRAFT", "compact")
+    draft = good_draft(m, params, outcome, budget)
+    draft["tools"] = {op: {"name": "same_name"} for op in draft["tools"]}
+    ScriptedModel(monkeypatch, [text(draft)])
+    rendering, _ = _render()
+    names = [t.name for t in rendering.tools]
+    assert names[0] == "same_name" and len(set(names)) == len(names)
+    template, _ = TemplateSetter().render(m, params, outcome, "key", 1, budget)
+    assert set(names[1:]) <= {t.name for t in template.tools}
+
+
+def test_full_drafts_refuse_a_repeated_name(monkeypatch):
+    from envs.admission import Rejected, check_structure
+
+    m, params, outcome, budget = instance()
+    draft = good_draft(m, params, outcome, budget)
+    draft["tools"] = {op: {**tool, "name": "same_name"} for op, tool in draft["tools"].items()}
+    ScriptedModel(monkeypatch, [text(draft)])
+    rendering, _ = _render()
+    spec = build_spec(m, params, outcome, rendering, split="train", size=20, horizon=6, seed=[5, 0],
+                      setter="litellm", model=MODEL, budget=budget)
+    with pytest.raises(Rejected, match="duplicate tool name 'same_name'"):
+        check_structure(spec)

@@ -25,6 +25,7 @@ def test_the_cache_key_follows_the_shard_content_not_the_run():
     ctx = SimpleNamespace(task=SimpleNamespace(name="solve"))
     key = policy.compute_key(ctx, {"shard": first}, {"run": 1})
     assert key == policy.compute_key(ctx, {"shard": first}, {"run": 2})
+    assert key != policy.compute_key(ctx, {"shard": first}, {"warehouse": "/another/warehouse"})
     assert key != policy.compute_key(ctx, {"shard": second}, {})
     assert key != policy.compute_key(SimpleNamespace(task=SimpleNamespace(name="render")), {"shard": first}, {})
     assert policy.compute_key(ctx, {"nothing": 1}, {}) is None
