@@ -49,7 +49,7 @@ def _count(warehouse):
 
 def test_help_explains_every_command():
     out = vhd("--help", check=True).stdout
-    for command in ("generate", "query", "families", "show", "play", "report", "serve"):
+    for command in ("generate", "query", "families", "solve", "show", "play", "report", "serve", "llm"):
         assert command in out
 
 
