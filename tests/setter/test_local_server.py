@@ -153,7 +153,8 @@ def test_vhd_llm_serve_answers_then_stops_on_ctrl_c(tmp_path):
                 break
         printed = "".join(lines)
         assert "--model openai/gemma-3-270m" in printed, printed + process.stderr.read()
-        assert f"""VHD_LLM_OPTIONS='{{"api_base": "http://127.0.0.1:{port}/v1"}}'""" in printed
+        assert f"""VHD_LLM_OPTIONS='{{"api_base": "http://127.0.0.1:{port}/v1", "api_key": "local"}}'""" in printed
+        assert "VHD_LLM_RESPONSE_FORMAT=json_object" in printed and "VHD_LLM_DRAFT=compact" in printed
         assert _models(f"http://127.0.0.1:{port}/v1") == ["gemma-3-270m"]
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=60) == 0
