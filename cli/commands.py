@@ -196,6 +196,23 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_warehouse(args) -> int:
+    from warehouse.maintenance import check, compact
+
+    wh = _warehouse(args)
+    if args.action == "compact":
+        merged = compact(wh)
+        for line in merged:
+            print(line)
+        print(f"compacted {len(merged)} partition(s) of {wh.url}" if merged else f"nothing to compact in {wh.url}")
+        return 0
+    problems = check(wh)
+    for line in problems:
+        print(line)
+    print(f"{len(problems)} problem(s) in {wh.url}" if problems else f"no problems in {wh.url}")
+    return 1 if problems else 0
+
+
 def cmd_serve(args) -> int:
     from flows.deployments import serve_nightly
 

@@ -81,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--families", help="family mix of the nightly run")
     serve.add_argument("--name", default="nightly", help="deployment name (default nightly)")
 
+    house = add("warehouse", "check the warehouse for damaged, missing, unlisted or duplicated files, or compact it")
+    house.add_argument("action", choices=("check", "compact"),
+                       help="check: one line per problem, exit code 1 if any; compact: merge the small files of "
+                            "each table and date into one, atomically, without changing any query result")
+
     llm = add("llm", "the local model: 'serve' runs gemma-3-270m on 127.0.0.1 for --setter litellm, offline")
     llm.add_argument("action", choices=("serve",))
     llm.add_argument("--port", type=int, help="port on 127.0.0.1 (default 8080)")

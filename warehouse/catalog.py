@@ -8,8 +8,8 @@ import duckdb
 import pyarrow
 
 from schemas.tables import TABLES, arrow_schema
-from warehouse.landing import committed_files
 from warehouse.location import Warehouse
+from warehouse.maintenance import damaged_files, visible_files
 
 _DUCKDB_TYPES = {
     pyarrow.string(): "VARCHAR",
@@ -39,15 +39,25 @@ def _columns(table: str) -> list[tuple[str, str]]:
     return [(field.name, _DUCKDB_TYPES[field.type]) for field in arrow_schema(table)] + [("date", "DATE")]
 
 
-def _view_sql(wh: Warehouse, table: str) -> str:
-    """The SELECT behind one table's view: its committed files, or an empty typed relation."""
-    files = committed_files(wh, table)
+def _refusal(wh: Warehouse, table: str, damaged: dict[str, str]) -> str:
+    """One line naming a table's damaged files: what a query over that table fails with."""
+    shown = [f"{wh.url_of(wh.path(path))} ({why})" for path, why in sorted(damaged.items())[:3]]
+    more = f" and {len(damaged) - 3} more" if len(damaged) > 3 else ""
+    return (f"table {table} has {len(damaged)} damaged file(s): {'; '.join(shown)}{more}; an answer without them "
+            "would be silently partial, so the query is refused; see vhd warehouse check")
+
+
+def _view_sql(wh: Warehouse, table: str, files: list[str], damaged: dict[str, str] | None = None) -> str:
+    """The SELECT behind one table's view: its visible files, an empty typed relation, or a refusal if damaged."""
     columns = _columns(table)
+    if damaged:
+        select = ", ".join(f'CAST(NULL AS {kind}) AS "{name}"' for name, kind in columns)
+        return f"SELECT {select} FROM (SELECT 1) WHERE error({_literal(_refusal(wh, table, damaged))}) IS NULL"
     if not files:
         select = ", ".join(f'CAST(NULL AS {kind}) AS "{name}"' for name, kind in columns)
         return f"SELECT {select} WHERE false"
     select = ", ".join(f'CAST("{name}" AS {kind}) AS "{name}"' for name, kind in columns)
-    urls = ", ".join(_literal(wh.url_of(path)) for path in files)
+    urls = ", ".join(_literal(wh.url_of(wh.path(path))) for path in files)
     source = (
         f"read_parquet([{urls}], hive_partitioning=true, union_by_name=true, hive_types={{'date': DATE}})"
     )
@@ -55,13 +65,20 @@ def _view_sql(wh: Warehouse, table: str) -> str:
 
 
 def connect(wh: Warehouse) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with one view per table over the warehouse's committed files."""
+    """An in-memory DuckDB connection with one view per table over the warehouse's visible files.
+
+    A table with a damaged file (unreadable, missing, foreign columns) gets a view that fails naming the file
+    when a query reads it; the other tables answer (see warehouse.maintenance for why it refuses).
+    """
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET parquet_metadata_cache = true")  # the damage check and the query read each footer once
     if not wh.is_local:
         con.register_filesystem(wh.fs)
+    files = visible_files(wh)
+    damaged = damaged_files(wh, files, con)
     for table in TABLES:
-        con.execute(f'CREATE VIEW "{table}" AS {_view_sql(wh, table)}')
+        con.execute(f'CREATE VIEW "{table}" AS {_view_sql(wh, table, files[table], damaged.get(table))}')
     return con
 
 
@@ -101,8 +118,23 @@ def _lock_down(con: duckdb.DuckDBPyConnection, wh: Warehouse) -> None:
 
 
 def run_query(wh: Warehouse, sql: str) -> pyarrow.Table:
-    """Run a read-only SQL query over the warehouse views and return its result as an Arrow table."""
+    """Run a read-only SQL query over the warehouse views and return its result as an Arrow table.
+
+    A file that vanishes while the query runs (a compaction replaced and deleted it after the views were made)
+    makes the query run once more over the markers as they are then.
+    """
     check_read_only(sql)
+    try:
+        return _run_once(wh, sql, retry=True)
+    except _Vanished:  # the new views see the compacted file, or name the missing one
+        return _run_once(wh, sql, retry=False)
+
+
+class _Vanished(Exception):
+    """A file could not be opened: it may have been replaced between listing the markers and reading it."""
+
+
+def _run_once(wh: Warehouse, sql: str, retry: bool) -> pyarrow.Table:
     con = connect(wh)
     try:
         _lock_down(con, wh)
@@ -110,6 +142,16 @@ def run_query(wh: Warehouse, sql: str) -> pyarrow.Table:
         if relation is None:
             raise QueryError("query returned no result; give a SELECT statement")
         return relation.to_arrow_table()
+    except duckdb.PermissionException as error:
+        target = _one_line(error).split(" - ")[0].removeprefix("Permission Error: ").removeprefix("Cannot access ")
+        raise QueryError(
+            f"Permission denied: the query reads outside the warehouse ({target}); only the views "
+            f"{', '.join(TABLES)} and files under {wh.url_of(wh.root)}/ can be read"
+        ) from None
+    except duckdb.IOException as error:
+        if retry:
+            raise _Vanished() from None
+        raise QueryError(_one_line(error)) from None
     except duckdb.Error as error:
         raise QueryError(_one_line(error)) from None
     finally:

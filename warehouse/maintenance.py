@@ -1,0 +1,300 @@
+"""Warehouse upkeep: which files are visible, which are damaged, `vhd warehouse check` and `compact`.
+
+**Damaged files refuse, they are not skipped.** A committed file that cannot be read (garbage bytes under a
+committed name, a file cut in half), that is missing, or whose columns do not belong to its table makes every
+query that reads *that table* fail with one line naming the file(s) and pointing at ``vhd warehouse check``.
+Queries over the other tables still answer. Answering from the rest was rejected: a count, a cost sum or a
+selection of ids computed without one file's rows is a wrong answer that looks right, and a warning on stderr is
+lost the moment the output is piped into a script or a training job. The repair (restore or re-land the file, or
+re-run the night) is visible in ``vhd warehouse check``.
+
+**Visibility.** A file is visible when a commit marker (``_commits/date=D/*.json``) lists it and no later
+compaction marker replaced that listing. A compaction marker lists its merged files under ``files`` and the
+``[marker, path]`` pairs it replaces under ``replaces``: writing that one marker (atomically) switches readers
+from the old files to the merged one, so a reader sees one or the other, never both or neither. A listing of the
+same path by a marker written after the compaction is not replaced. Old files are deleted after the marker.
+
+**Schema evolution.** A file may lack columns that were added to its table later (they read as nulls); it must
+hold its table's key column, and every column it holds must be one of the table's, with the table's type.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import hashlib
+import json
+import posixpath
+from collections import defaultdict
+from typing import Any
+
+import duckdb
+import pyarrow
+import pyarrow.parquet as pq
+
+from schemas.tables import TABLES, arrow_schema
+from warehouse.landing import COMMITS_DIR, _write_atomically, committed_shards
+from warehouse.location import Warehouse, WarehouseError
+
+COMPACTION_PREFIX = "compaction-"
+_SHOWN = 20
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def read_markers(wh: Warehouse) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Every commit marker by its name relative to the commits directory, and one problem line per bad marker."""
+    wh.fs.invalidate_cache()
+    markers, problems = {}, []
+    for path in sorted(wh.fs.glob(wh.path(f"{COMMITS_DIR}/date=*/*.json"))):
+        name = path[len(wh.path(COMMITS_DIR)) + 1 :]
+        try:
+            marker = json.loads(wh.fs.cat_file(path))
+            if not isinstance(marker, dict) or not isinstance(marker.get("files", {}), dict):
+                raise ValueError("not a commit marker object")
+            markers[name] = marker
+        except (OSError, ValueError) as error:
+            problems.append(f"commit marker {wh.url_of(path)} is unreadable ({_one_line(error)}); remove or rewrite it")
+    return markers, problems
+
+
+def _listings(markers: dict[str, dict[str, Any]]) -> tuple[set[tuple[str, str, str]], set[tuple[str, str]]]:
+    """All (marker, table, relative path) listings, and the (marker, path) pairs replaced by compactions."""
+    listed, replaced = set(), set()
+    for name, marker in markers.items():
+        for table, paths in marker.get("files", {}).items():
+            listed.update((name, table, path) for path in paths)
+        replaced.update((pair[0], pair[1]) for pair in marker.get("replaces", []))
+    return listed, replaced
+
+
+def visible_files(wh: Warehouse, markers: dict[str, dict[str, Any]] | None = None) -> dict[str, list[str]]:
+    """The visible files of every table (relative paths, sorted): listed by a marker and not replaced."""
+    if markers is None:
+        markers, problems = read_markers(wh)
+        if problems:
+            raise WarehouseError(problems[0])
+    listed, replaced = _listings(markers)
+    visible: dict[str, set[str]] = {table: set() for table in TABLES}
+    for name, table, path in listed:
+        if (name, path) not in replaced and table in visible:
+            visible[table].add(path)
+    return {table: sorted(paths) for table, paths in visible.items()}
+
+
+def _kind(physical: str | None, logical: str | None, converted: str | None) -> str:
+    """A Parquet column's type as one word comparable with the table schema."""
+    logical, converted = logical or "", converted or ""
+    if physical == "BYTE_ARRAY" and ("String" in logical or converted == "UTF8"):
+        return "string"
+    if physical == "INT64" and ("Timestamp" in logical or converted.startswith("TIMESTAMP")):
+        return "timestamp"
+    return {"INT64": "int64", "DOUBLE": "double", "BOOLEAN": "bool"}.get(physical or "", f"{physical} {logical}")
+
+
+_schema = functools.cache(arrow_schema)  # building a schema from its pandera model takes milliseconds
+
+
+@functools.cache
+def _expected(table: str) -> dict[str, str]:
+    kinds = {pyarrow.string(): "string", pyarrow.int64(): "int64", pyarrow.float64(): "double",
+             pyarrow.bool_(): "bool"}
+    return {f.name: kinds.get(f.type, "timestamp" if pyarrow.types.is_timestamp(f.type) else str(f.type))
+            for f in _schema(table)}
+
+
+def _schema_problem(table: str, columns: dict[str, str]) -> str | None:
+    """Why a file's columns do not belong to its table, or None."""
+    expected = _expected(table)
+    key = next(iter(expected))
+    if key not in columns:
+        return f"lacks the key column {key} of table {table}"
+    for name, kind in columns.items():
+        if name not in expected:
+            return f"has column {name}, which table {table} does not have"
+        if kind != expected[name]:
+            return f"column {name} is {kind}, table {table} has {expected[name]}"
+    return None
+
+
+def _schemas(con: duckdb.DuckDBPyConnection, urls: list[str]) -> dict[str, dict[str, str]]:
+    """Each file's columns and their kinds, read from the Parquet footers in one DuckDB call."""
+    rows = con.execute(
+        "SELECT file_name, name, type, logical_type, converted_type, num_children FROM parquet_schema("
+        f"[{', '.join(_literal(url) for url in urls)}])"
+    ).fetchall()
+    schemas: dict[str, dict[str, str]] = {url: {} for url in urls}
+    for file_name, name, physical, logical, converted, children in rows:
+        if physical is None and children:  # the root of the schema tree
+            continue
+        schemas.setdefault(file_name, {})[name] = _kind(physical, logical, converted)
+    return schemas
+
+
+def damaged_files(
+    wh: Warehouse, files: dict[str, list[str]], con: duckdb.DuckDBPyConnection | None = None
+) -> dict[str, dict[str, str]]:
+    """The damaged files among ``files`` (table -> relative paths): table -> {relative path: reason}."""
+    own = con is None
+    con = con or _connection(wh)
+    damaged: dict[str, dict[str, str]] = {}
+    try:
+        for table, paths in files.items():
+            if not paths:
+                continue
+            present = set(_table_files_on_disk(wh, table))
+            for path in paths:
+                if path not in present:
+                    damaged.setdefault(table, {})[path] = "committed but missing"
+            readable = [path for path in paths if path in present]
+            urls = {wh.url_of(wh.path(path)): path for path in readable}
+            try:
+                schemas = _schemas(con, list(urls))
+            except duckdb.Error:  # one or more unreadable footers: find them one by one
+                schemas = {}
+                for url, path in urls.items():
+                    try:
+                        schemas.update(_schemas(con, [url]))
+                    except duckdb.Error as error:
+                        damaged.setdefault(table, {})[path] = f"unreadable: {_one_line(error)}"
+            for url, columns in schemas.items():
+                problem = _schema_problem(table, columns)
+                if problem and url in urls:
+                    damaged.setdefault(table, {})[urls[url]] = f"schema mismatch: {problem}"
+    finally:
+        if own:
+            con.close()
+    return damaged
+
+
+def _connection(wh: Warehouse) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(":memory:")
+    if not wh.is_local:
+        con.register_filesystem(wh.fs)
+    return con
+
+
+def _table_files_on_disk(wh: Warehouse, table: str) -> list[str]:
+    if not wh.fs.exists(wh.path(table)):
+        return []
+    return sorted(wh.strip(p)[len(wh.root) + 1 :] for p in wh.fs.find(wh.path(table)))
+
+
+def _duplicate_keys(con: duckdb.DuckDBPyConnection, wh: Warehouse, table: str, paths: list[str]) -> list[str]:
+    """One line per key value held by more than one visible file of a table."""
+    if len(paths) < 2:
+        return []
+    key = arrow_schema(table)[0].name
+    urls = ", ".join(_literal(wh.url_of(wh.path(p))) for p in paths)
+    rows = con.execute(
+        f'SELECT "{key}", list(DISTINCT filename ORDER BY filename) FROM read_parquet([{urls}], filename=true, '
+        f'union_by_name=true) GROUP BY ALL HAVING count(DISTINCT filename) > 1 ORDER BY 1'
+    ).fetchall()
+    lines = [f"table {table}: {key} {value} is in {len(names)} files ({', '.join(names)})"
+             + ("; the view keeps its first landing" if table == "environments" else "; queries count it twice")
+             for value, names in rows[:_SHOWN]]
+    if len(rows) > _SHOWN:
+        lines.append(f"table {table}: {len(rows) - _SHOWN} more duplicate {key} values")
+    return lines
+
+
+def check(wh: Warehouse) -> list[str]:
+    """Every problem of the warehouse, one line each: bad markers, damaged, missing, unlisted, duplicated."""
+    markers, problems = read_markers(wh)
+    visible = visible_files(wh, markers)
+    listed, replaced = _listings(markers)
+    listed_paths = {path for _, _, path in listed}
+    superseded = {path for _, path in replaced} - {p for paths in visible.values() for p in paths}
+    con = _connection(wh)
+    try:
+        damaged = damaged_files(wh, visible, con)
+        for table, files in damaged.items():
+            problems += [f"table {table}: file {wh.url_of(wh.path(p))} is {why}" for p, why in sorted(files.items())]
+        broken = {p for files in damaged.values() for p in files}
+        for table in TABLES:
+            for path in _table_files_on_disk(wh, table):
+                url = wh.url_of(wh.path(path))
+                if path in superseded:
+                    problems.append(f"table {table}: file {url} was replaced by a compaction but is still present; "
+                                    "vhd warehouse compact removes it")
+                elif path not in listed_paths:
+                    problems.append(f"table {table}: file {url} is not listed by any commit marker "
+                                    "(an unfinished landing or a foreign file)")
+            problems += _duplicate_keys(con, wh, table, [p for p in visible[table] if p not in broken])
+    finally:
+        con.close()
+    return problems
+
+
+def _read_as_table(wh: Warehouse, table: str, path: str) -> pyarrow.Table:
+    """One file's rows in the table's current schema (columns added since it was written are null)."""
+    schema = _schema(table)
+    data = pq.read_table(wh.path(path), filesystem=wh.fs)
+    columns = [data.column(f.name).cast(f.type) if f.name in data.column_names
+               else pyarrow.nulls(data.num_rows, f.type) for f in schema]
+    # a column added after the file was written is null there, even where the table's model requires a value
+    fields = [f.with_nullable(f.nullable or column.null_count > 0) for f, column in zip(schema, columns, strict=True)]
+    return pyarrow.Table.from_arrays(columns, schema=pyarrow.schema(fields))
+
+
+def compact(wh: Warehouse, min_files: int = 2) -> list[str]:
+    """Merge the visible files of each table and date partition into one file; one line per merge done.
+
+    Only files of finished shards are merged (a shard committed short of its count is re-landed under the same
+    name by a later run); damaged files are left alone (``check`` names them). Files replaced by an earlier
+    compaction that are still present (it stopped before deleting them) are deleted.
+    """
+    markers, problems = read_markers(wh)
+    if problems:
+        raise WarehouseError(problems[0])
+    visible = visible_files(wh, markers)
+    listed, _ = _listings(markers)
+    broken = {p for files in damaged_files(wh, visible).values() for p in files}
+    done = []
+    partitions: dict[str, dict[str, list[str]]] = defaultdict(dict)
+    for table, paths in visible.items():
+        for path in paths:
+            date = path.split("/")[1][len("date="):]
+            partitions[date].setdefault(table, []).append(path)
+    for date, tables in sorted(partitions.items()):
+        finished = committed_shards(wh, date)
+        merged_files: dict[str, list[str]] = {}
+        replaces: list[list[str]] = []
+        for table, paths in sorted(tables.items()):
+            inputs = [p for p in paths if p not in broken
+                      and posixpath.basename(p)[len("part-"):-len(".parquet")] in finished]
+            if len(inputs) < min_files:
+                continue
+            digest = hashlib.sha256("\n".join(inputs).encode()).hexdigest()[:16]
+            target = f"{table}/date={date}/part-compact-{digest}.parquet"
+            parts = [_read_as_table(wh, table, p) for p in inputs]
+            fields = [f.with_nullable(any(part.schema.field(f.name).nullable for part in parts))
+                      for f in arrow_schema(table)]
+            merged = pyarrow.concat_tables([part.cast(pyarrow.schema(fields)) for part in parts])
+            buffer = pyarrow.BufferOutputStream()
+            pq.write_table(merged, buffer, compression="zstd")
+            _write_atomically(wh, wh.path(target), buffer.getvalue().to_pybytes())
+            merged_files[table] = [target]
+            replaces += sorted([name, path] for name, t, path in listed if t == table and path in inputs)
+            done.append(f"table {table}, date {date}: {len(inputs)} files, {merged.num_rows} rows -> {target}")
+        if not merged_files:
+            continue
+        name = COMPACTION_PREFIX + hashlib.sha256(json.dumps(replaces).encode()).hexdigest()[:16]
+        marker = {"run_id": name, "date": date, "kind": "compaction", "files": merged_files, "replaces": replaces,
+                  "committed_at": dt.datetime.now(dt.UTC).isoformat(), "summary": {}}
+        _write_atomically(wh, wh.path(f"{COMMITS_DIR}/date={date}/{name}.json"),
+                          json.dumps(marker, indent=2, sort_keys=True).encode())
+    # delete every replaced file that no marker shows any more (this run's inputs, or an interrupted run's)
+    markers, _ = read_markers(wh)
+    still = {p for paths in visible_files(wh, markers).values() for p in paths}
+    _, replaced = _listings(markers)
+    for path in sorted({p for _, p in replaced} - still):
+        if wh.fs.exists(wh.path(path)):
+            wh.fs.rm(wh.path(path))
+    return done
