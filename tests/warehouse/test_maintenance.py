@@ -12,6 +12,7 @@ import pytest
 
 from schemas.tables import TABLES, arrow_schema
 from tests.cli.test_cli import assert_one_line_error, vhd
+from tests.warehouse.test_catalog import moto_endpoint, s3_wh  # noqa: F401, F811 - fixtures
 from tests.warehouse.test_landing import DATE, environments_frame
 from warehouse.catalog import QueryError, run_query
 from warehouse.landing import commit_run, land
@@ -204,3 +205,21 @@ def test_a_later_listing_of_a_compacted_path_stays_visible(tmp_path):
     ids = run_query(wh, "SELECT env_id FROM environments ORDER BY 1").column("env_id").to_pylist()
     assert ids == ["e-late", "e-s1", "e-s2"]
     assert set(TABLES) == set(visible_files(wh))
+
+
+def test_check_compact_and_a_damaged_file_on_s3(s3_wh):  # noqa: F811 - the imported fixture
+    for key in ("s1", "s2", "s3"):
+        commit_run(s3_wh, f"run-{key}", DATE, {"environments": [land(s3_wh, "environments", environments_frame(
+            [f"e-{key}-1", f"e-{key}-2"], f"run-{key}"), DATE, key)]}, {})
+    sql = "SELECT env_id, run_id, u_star, date FROM environments ORDER BY env_id"
+    before = run_query(s3_wh, sql).to_pylist()
+    assert len(before) == 6 and check(s3_wh) == []
+    assert compact(s3_wh) == [f"table environments, date {DATE}: 3 files, 6 rows -> "
+                              f"{visible_files(s3_wh)['environments'][0]}"]
+    assert run_query(s3_wh, sql).to_pylist() == before and check(s3_wh) == []
+    assert len(s3_wh.fs.find(s3_wh.path("environments"))) == 1
+    merged = s3_wh.path(visible_files(s3_wh)["environments"][0])
+    s3_wh.fs.pipe_file(merged, b"garbage")
+    with pytest.raises(QueryError, match=f"s3://{merged} \\(unreadable"):
+        run_query(s3_wh, "SELECT count(*) FROM environments")
+    assert check(s3_wh)[0].startswith(f"table environments: file s3://{merged} is unreadable")
