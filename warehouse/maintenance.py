@@ -12,7 +12,10 @@ re-run the night) is visible in ``vhd warehouse check``.
 compaction marker replaced that listing. A compaction marker lists its merged files under ``files`` and the
 ``[marker, path]`` pairs it replaces under ``replaces``: writing that one marker (atomically) switches readers
 from the old files to the merged one, so a reader sees one or the other, never both or neither. A listing of the
-same path by a marker written after the compaction is not replaced. Old files are deleted after the marker.
+same path by a marker written after the compaction is not replaced. Old files are deleted after the marker; a
+query that listed the markers just before and then misses a deleted file runs once more (``catalog.run_query``).
+Compaction may run beside generation runs, but not beside another compaction of the same warehouse: two
+compactions that saw different listings would each publish a merged copy of the rows both saw.
 
 **Schema evolution.** A file may lack columns that were added to its table later (they read as nulls); it must
 hold its table's key column, and every column it holds must be one of the table's, with the table's type.
