@@ -36,13 +36,17 @@ def cmd_generate(args) -> int:
     if args.max_cost_usd is not None and not args.max_cost_usd > 0:
         raise ValueError(f"--max-cost-usd must be positive, got {args.max_cost_usd}")
     wh = _warehouse(args)
-    if args.workers < 1:
+    if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
+    from flows.runners import check_runner
+
+    check_runner(args.runner, args.dask_address, args.max_cost_usd)  # before the bar: a one-line error
     from cli.progress import generation_progress
     from flows.generate import run_generate
 
     with generation_progress(total, enabled=not args.no_progress):
-        summary = run_generate(workers=args.workers, date=shards[0].date, count=args.count, families=args.families,
+        summary = run_generate(workers=args.workers, runner=args.runner, dask_address=args.dask_address,
+                               date=shards[0].date, count=args.count, families=args.families,
                                split=args.split, setter=args.setter, model=args.model, warehouse=wh.url,
                                shard_size=args.shard_size, plan_name=args.plan_name,
                                fallback_model=args.fallback_model, max_cost_usd=args.max_cost_usd)

@@ -38,7 +38,15 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--max-cost-usd", type=float,
                      help="stop asking the model once the run's LLM calls cost this much; what is admitted lands")
     gen.add_argument("--shard-size", type=int, default=100, help="instances per shard (default 100)")
-    gen.add_argument("--workers", type=int, default=4, help="bound of the task runner's thread pool")
+    gen.add_argument("--workers", type=int,
+                     help="threads of the task runner (default 4), or with --runner dask and no address the local "
+                          "cluster's worker processes (default 2)")
+    gen.add_argument("--runner", choices=("threads", "dask"), default="threads",
+                     help="where the stages run: 'threads' in this process (default), or 'dask' through prefect-dask "
+                          "on a local cluster or the one at --dask-address, landing the same environments; with dask "
+                          "the progress bar only updates when the run ends, and --max-cost-usd is refused")
+    gen.add_argument("--dask-address", metavar="tcp://HOST:PORT",
+                     help="scheduler of a running Dask cluster for --runner dask (see README, 'Scaling out on Dask')")
     gen.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
 
     query = add("query", "run a read-only SQL query over the catalog views (environments, attempts, llm_calls, runs)")

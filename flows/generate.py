@@ -63,6 +63,20 @@ def generate(date: str | None = None, count: int | None = None, families: str | 
                          failures, started)
 
 
-def run_generate(workers: int = DEFAULT_WORKERS, **parameters) -> dict:
-    """Run the flow with a task runner bounded to `workers` threads."""
-    return generate.with_options(task_runner=ThreadPoolTaskRunner(max_workers=workers))(**parameters)
+def run_generate(workers: int | None = None, runner: str = "threads", dask_address: str | None = None,
+                 **parameters) -> dict:
+    """Run the flow on `runner`: threads bounded to `workers` (default 4), or Dask (flows.runners): a local
+    cluster of `workers` processes (default 2), or the scheduler at `dask_address`."""
+    from flows.runners import DEFAULT_DASK_WORKERS, check_runner, make_task_runner
+
+    check_runner(runner, dask_address, parameters.get("max_cost_usd"))
+    if workers is None:
+        workers = DEFAULT_DASK_WORKERS if runner == "dask" else DEFAULT_WORKERS
+    summary = generate.with_options(task_runner=make_task_runner(runner, workers, dask_address))(**parameters)
+    if runner == "dask":  # the stages counted progress in the worker processes; bring this process's bar up to date
+        from tasks.progress import HUB
+
+        HUB.add(admitted=max(0, summary["admitted"] - HUB.counters.admitted),
+                rejected=max(0, summary["rejected"] - HUB.counters.rejected),
+                cost_usd=max(0.0, (summary["llm_cost_usd"] or 0.0) - HUB.counters.cost_usd))
+    return summary
