@@ -108,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     # The ephemeral server's telemetry has no network here and would log an ERROR line on every run.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    if not os.environ.get("PREFECT_API_URL"):
+        # Without a server, Prefect starts a temporary one for the run; when it stops, its event recorder can
+        # log an ERROR and a CancelledError traceback while flushing (Prefect's shutdown race, not a failure
+        # of the run). Only that temporary server's own log is silenced; the run's warnings still show.
+        os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
     from cli import commands
 
     try:
