@@ -20,7 +20,7 @@ from schemas.envspec import Entity, OperationSpec, Rendering, ToolSpec
 from schemas.shard import CallRecord
 from setter.base import RenderFailed
 from setter.corpus import Passage, choose_passage
-from setter.llm_client import LlmCallFailed, call_cost, complete, custom_prices, llm_options  # noqa: F401
+from setter.llm_client import LlmCallFailed, complete, custom_prices, llm_options, response_format, retries
 from setter.phrasebook import argument_name, phrase, slug, vocabulary
 from setter.template import bindable_operations, compose_instructions
 
@@ -119,8 +119,6 @@ class LitellmSetter:
     name = "litellm"
 
     def __init__(self, model: str, fallback_model: str | None = None):
-        from setter.llm_client import response_format, retries
-
         llm_options(), custom_prices(), retries(), response_format({}), compact_drafts()  # fail before any call
         self.model = model
         self.models = [model, *([fallback_model] if fallback_model and fallback_model != model else [])]
