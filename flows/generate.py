@@ -11,7 +11,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import opaque
 
 from setter.budget import BUDGET
-from tasks.commit import commit_shards, find_finished_shards
+from tasks.commit import commit_shards, final_state, find_finished_shards, shard_failure
 from tasks.land import land_shard
 from tasks.plan import DEFAULT_SHARD_SIZE, plan, plan_total
 from tasks.render import render_shard
@@ -26,10 +26,13 @@ DEFAULT_WORKERS = 4
 def generate(date: str | None = None, count: int | None = None, families: str | None = None, split: str = "train",
              setter: str = "template", model: str | None = None, warehouse: str | None = None,
              shard_size: int = DEFAULT_SHARD_SIZE, plan_name: str | None = None, fallback_model: str | None = None,
-             max_cost_usd: float | None = None) -> dict:
+             max_cost_usd: float | None = None):
     """Generate `count` admitted environments (or a named plan such as "paper") and land them in the warehouse.
 
     With `max_cost_usd` the run stops asking the model once that much is spent and lands what was admitted.
+    A shard that still fails after its retries is left out; the others land and are committed, and the flow
+    ends Failed with a message naming the shard and its reason (tasks.commit.final_state); its data is the
+    run summary either way.
     """
     started = dt.datetime.now(dt.UTC)
     parameters = {"date": date, "count": plan_total(plan_name, count), "families": families, "split": split,
@@ -42,7 +45,7 @@ def generate(date: str | None = None, count: int | None = None, families: str | 
     day = shards[0].date
     finished = find_finished_shards(warehouse, day)
     todo = [s for s in shards if s.key not in finished]
-    futures = []
+    chains = []
     for shard in todo:
         # opaque(): resolve the upstream result but do not walk into it; Prefect's default traversal of
         # a shard's hundreds of specs costs more than solving them.
@@ -50,29 +53,49 @@ def generate(date: str | None = None, count: int | None = None, families: str | 
         solved = solve_shard.submit(shard, opaque(sampled))
         rendered = render_shard.submit(shard, opaque(solved))
         validated = validate_shard.submit(shard, opaque(rendered))
-        futures.append((shard, land_shard.submit(warehouse, opaque(validated), run_id)))
+        landed_future = land_shard.submit(warehouse, opaque(validated), run_id)
+        chains.append((shard, [("sample", sampled), ("solve", solved), ("render", rendered),
+                               ("validate", validated), ("land", landed_future)]))
     landed, failures = [], []
-    for shard, future in futures:
-        future.wait()
-        if future.state.is_completed():
-            landed.append(future.result())
-        else:
-            failures.append(f"{shard.key}: {future.state.message}")
+    for shard, stages in chains:
+        stages[-1][1].wait()
+        if stages[-1][1].state.is_completed():
+            landed.append(stages[-1][1].result())
+        else:  # the other shards still land; this one is named in the runs row and the flow's final state
+            failures.append(shard_failure(shard.key, stages))
     skipped = sum(s.count for s in shards if s.key in finished)
-    return commit_shards(warehouse, run_id, flow_run_id, day, {**parameters, "date": day}, landed, skipped,
-                         failures, started)
+    summary = commit_shards(warehouse, run_id, flow_run_id, day, {**parameters, "date": day}, landed, skipped,
+                            failures, started)
+    return final_state(summary)
 
 
-def run_generate(workers: int | None = None, runner: str = "threads", dask_address: str | None = None,
-                 **parameters) -> dict:
-    """Run the flow on `runner`: threads bounded to `workers` (default 4), or Dask (flows.runners): a local
-    cluster of `workers` processes (default 2), or the scheduler at `dask_address`."""
+def run_summary(state) -> dict:
+    """The run summary a finished generate flow carries, also when its state is Failed because a shard failed
+    (the rest landed and was committed); a flow that crashed before its commit raises its error."""
+    summary = state.result(raise_on_failure=False)
+    if not isinstance(summary, dict):
+        state.result()  # raises the flow's own error
+        raise RuntimeError(f"the generate flow ended {state.name} without a run summary: {state.message}")
+    return summary
+
+
+def run_generate_state(workers: int | None = None, runner: str = "threads", dask_address: str | None = None,
+                       **parameters):
+    """Run the flow on `runner` and return its final state: threads bounded to `workers` (default 4), or Dask
+    (flows.runners): a local cluster of `workers` processes (default 2), or the scheduler at `dask_address`."""
     from flows.runners import DEFAULT_DASK_WORKERS, check_runner, make_task_runner
 
     check_runner(runner, dask_address, parameters.get("max_cost_usd"))
     if workers is None:
         workers = DEFAULT_DASK_WORKERS if runner == "dask" else DEFAULT_WORKERS
-    summary = generate.with_options(task_runner=make_task_runner(runner, workers, dask_address))(**parameters)
+    return generate.with_options(task_runner=make_task_runner(runner, workers, dask_address))(
+        **parameters, return_state=True)
+
+
+def run_generate(workers: int | None = None, runner: str = "threads", dask_address: str | None = None,
+                 **parameters) -> dict:
+    """Run the flow (see run_generate_state) and return the run summary."""
+    summary = run_summary(run_generate_state(workers, runner, dask_address, **parameters))
     if runner == "dask":  # the stages counted progress in the worker processes; bring this process's bar up to date
         from tasks.progress import HUB
 

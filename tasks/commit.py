@@ -7,12 +7,54 @@ import json
 
 import pandas as pd
 from prefect import task
+from prefect.states import Completed, Failed, State
 
 from tasks.common import cpu_hour_usd, retry_transient
 from tasks.land import LandedShard, sum_cost
 from tasks.progress import HUB
 from warehouse.landing import commit_run, committed_shards, land
 from warehouse.location import resolve_warehouse
+
+
+def shard_failure(shard_key: str, stages: list[tuple[str, object]]) -> str:
+    """One line for a shard that did not land: the first stage that failed, after how many tries, and why."""
+    for stage, future in stages:
+        state = future.state
+        if state.is_failed() or state.is_crashed():
+            error = state.result(raise_on_failure=False)
+            reason = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else state.message
+            return f"{shard_key}: {stage} failed{_tries(future)}: {reason}"
+    return f"{shard_key}: {stages[-1][0]} ended {stages[-1][1].state.name}: {stages[-1][1].state.message}"
+
+
+def _tries(future) -> str:
+    try:
+        from prefect.client.orchestration import get_client
+
+        with get_client(sync_client=True) as client:
+            runs = client.read_task_run(future.task_run_id).run_count
+    except Exception:  # noqa: BLE001 - the count is a detail of the message, never a reason to lose the failure
+        return ""
+    return f" after {runs} tr{'y' if runs == 1 else 'ies'}"
+
+
+def final_state(summary: dict) -> State:
+    """The generate flow's final Prefect state, carrying the run summary as its data.
+
+    A failed shard makes the flow Failed (with the shard and its reason in the message) although the other shards
+    landed and were committed: Prefect's notifications and the deployment's run history key on Failed, and a night
+    with a broken family needs someone to look. Stopped by the cost cap or short of instances is Completed with the
+    name "Partial": nothing is broken, and re-running the date finishes it.
+    """
+    failed = summary.get("failed_shards") or []
+    if failed:
+        landed = summary["landed_shards"]
+        message = (f"{len(failed)} shard(s) failed after retries ({landed} other shard(s) landed and were committed, "
+                   f"run status {summary['status']}): {summary['error']}")
+        return Failed(message=message[:2000], data=summary)
+    if summary["status"] == "partial":
+        return Completed(name="Partial", message=summary["error"], data=summary)
+    return Completed(message=f"{summary['admitted']} admitted ({summary['new_environments']} new)", data=summary)
 
 
 def finished_shard_keys(warehouse: str | None, date: str) -> set[str]:
@@ -22,7 +64,10 @@ def finished_shard_keys(warehouse: str | None, date: str) -> set[str]:
 
 def commit(warehouse: str | None, run_id: str, flow_run_id: str | None, date: str, parameters: dict,
            landed: list[LandedShard], skipped_admitted: int, failures: list[str], started_at: dt.datetime) -> dict:
-    """Write the runs row and the commit marker; returns the run summary."""
+    """Write the runs row and the commit marker; returns the run summary.
+
+    `failures` are one line per shard that did not land, starting with its key ("KEY: stage failed ...").
+    """
     wh = resolve_warehouse(warehouse)
     HUB.add(admitted=skipped_admitted)  # shards committed by an earlier run count as delivered
     finished = dt.datetime.now(dt.UTC)
@@ -54,7 +99,8 @@ def commit(warehouse: str | None, run_id: str, flow_run_id: str | None, date: st
     summary = {k: v for k, v in row.items() if k != "parameters_json"}
     summary["incomplete_shards"] = sorted(s.shard_key for s in landed if s.short_by)  # a re-run redoes them
     commit_run(wh, run_id, date, files, summary)
-    return {**row, "warehouse": wh.url}
+    return {**row, "warehouse": wh.url, "landed_shards": len(landed),
+            "failed_shards": [failure.split(":", 1)[0] for failure in failures]}
 
 
 commit_shards = task(name="commit", retries=3, retry_delay_seconds=1, retry_condition_fn=retry_transient)(commit)

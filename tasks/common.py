@@ -1,4 +1,4 @@
-"""What every stage task shares: retries on transient errors only, and a cache keyed by shard and code version."""
+"""What every stage task shares: its retry policy, and a cache keyed by shard and code version."""
 
 from __future__ import annotations
 
@@ -27,12 +27,32 @@ def is_transient(error: BaseException | None) -> bool:
                                     "InternalServerError"}
 
 
-def retry_transient(task, task_run, state) -> bool:
+# A stage that failed with a transient error is tried up to 1 + STAGE_RETRIES times (backoff with jitter); any
+# other error is tried once more (OTHER_ERROR_TRIES in all): a flaky host (a killed worker, a full disk that
+# cleared) gets a second chance, while a deterministic bug is not run four times before it is reported.
+STAGE_RETRIES = 3
+OTHER_ERROR_TRIES = 2
+
+
+def _task_error(state) -> BaseException | None:
     try:
         state.result()
     except Exception as error:  # the state carries the task's exception
-        return is_transient(error)
-    return False
+        return error
+    return None
+
+
+def retry_transient(task, task_run, state) -> bool:
+    """Retry condition of the landing and commit tasks: transient errors only (they write the warehouse)."""
+    return is_transient(_task_error(state))
+
+
+def retry_stage(task, task_run, state) -> bool:
+    """Retry condition of the shard stages: transient errors always (up to the task's retries), others once."""
+    error = _task_error(state)
+    if error is None:
+        return False
+    return is_transient(error) or task_run.run_count < OTHER_ERROR_TRIES
 
 
 class ShardStagePolicy(CachePolicy):
@@ -59,10 +79,10 @@ class ShardStagePolicy(CachePolicy):
 
 
 STAGE_OPTIONS: dict[str, Any] = {
-    "retries": 3,
+    "retries": STAGE_RETRIES,
     "retry_delay_seconds": exponential_backoff(backoff_factor=1),
     "retry_jitter_factor": 0.5,
-    "retry_condition_fn": retry_transient,
+    "retry_condition_fn": retry_stage,
     "cache_policy": ShardStagePolicy(),
     "persist_result": True,
 }
