@@ -11,12 +11,14 @@ from cli.output import arrow_rows, console, print_rows
 def is_user_error(error: BaseException) -> bool:
     """Errors caused by input (shown as one line) rather than by a bug (shown with a traceback)."""
     from cli.main import CliError
+    from envs.catalog import UnknownEnvironment
     from mechanisms.registry import UnknownFamilyError
     from tasks.plan import PlanError
     from warehouse.catalog import QueryError
     from warehouse.location import WarehouseError
 
-    return isinstance(error, (CliError, PlanError, QueryError, WarehouseError, UnknownFamilyError, ValueError))
+    return isinstance(error, (CliError, PlanError, QueryError, WarehouseError, UnknownFamilyError, ValueError,
+                              UnknownEnvironment))
 
 
 def _warehouse(args):
@@ -195,6 +197,10 @@ def cmd_report(args) -> int:
     from warehouse.reports import REPORTS
 
     wh = _warehouse(args)
+    if args.kind == "eval":
+        from cli.evaluate import report_eval
+
+        return report_eval(wh, args.format)
     for title, sql in REPORTS[args.kind]:
         print_rows(*arrow_rows(run_query(wh, sql)), fmt=args.format, title=title)
     return 0
@@ -215,6 +221,30 @@ def cmd_warehouse(args) -> int:
         print(line)
     print(f"{len(problems)} problem(s) in {wh.url}" if problems else f"no problems in {wh.url}")
     return 1 if problems else 0
+
+
+def cmd_eval(args) -> int:
+    from cli.evaluate import cmd_eval as run
+
+    return run(args, _warehouse(args))
+
+
+def cmd_serve_envs(args) -> int:
+    from cli.serving import cmd_serve_envs as run
+
+    return run(args, _warehouse(args))
+
+
+def cmd_serve_mcp(args) -> int:
+    from cli.serving import cmd_serve_mcp as run
+
+    return run(args, _warehouse(args))
+
+
+def cmd_export(args) -> int:
+    from cli.export import cmd_export as run
+
+    return run(args, _warehouse(args))
 
 
 def cmd_serve(args) -> int:

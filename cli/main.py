@@ -77,9 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--format", choices=("table", "json"), default="table")
 
     report = add("report", "cost, diversity or setter report as terminal tables")
-    report.add_argument("kind", choices=("cost", "diversity", "setter"),
+    report.add_argument("kind", choices=("cost", "diversity", "setter", "eval"),
                         help="cost: USD and tokens; diversity: coverage; setter: first-attempt admission, attempts, "
-                             "rewritten interfaces, tokens and USD per admitted environment")
+                             "rewritten interfaces, tokens and USD per admitted environment; eval: mean score in "
+                             "written, revealed and hidden mode per family and agent, from vhd eval")
     report.add_argument("--format", choices=FORMATS, default="table")
 
     serve = add("serve", "register and serve the nightly generation as a Prefect deployment (needs a server)")
@@ -93,6 +94,41 @@ def build_parser() -> argparse.ArgumentParser:
     house.add_argument("action", choices=("check", "compact"),
                        help="check: one line per problem, exit code 1 if any; compact: merge the small files of "
                             "each table and date into one, atomically, without changing any query result")
+
+    ev = add("eval", "play an agent (a baseline or any litellm model) over selected environments; land the episodes")
+    ev.add_argument("--agent", choices=("oracle", "default", "idle", "random", "litellm"), default="litellm")
+    ev.add_argument("--model", help="litellm model for --agent litellm, e.g. openai/gpt-4o-mini")
+    ev.add_argument("--mode", default="hidden", help="written, revealed, hidden, several comma-separated, or all")
+    ev.add_argument("--where", default="true", help="SQL condition over the environments table, e.g. \"family = "
+                                                    "'knapsack' AND split = 'held_out'\" (default: all)")
+    ev.add_argument("--limit", type=int, help="at most N environments (in env_id order)")
+    ev.add_argument("--concurrency", type=int, default=4, help="episodes played at once (default 4)")
+    ev.add_argument("--seed", type=int, default=0, help="seed of the random agent")
+    ev.add_argument("--max-turns", type=int, help="model calls per episode (default: the environment's turn budget)")
+    ev.add_argument("--max-tokens", type=int, default=512, help="completion tokens per model call (default 512)")
+    ev.add_argument("--tool-calls", choices=("native", "json"), default="native",
+                    help="native: OpenAI tool calls (default); json: tools described in the prompt, the answer "
+                         "constrained to {\"tool\", \"arguments\"} (for small local models behind llama.cpp)")
+    ev.add_argument("--api-base", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 (vhd llm serve)")
+    ev.add_argument("--format", choices=FORMATS, default="table")
+
+    serve_envs = add("serve-envs", "serve the catalog's environments over HTTP: sessions for remote rollouts")
+    serve_envs.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve_envs.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    serve_envs.add_argument("--session-ttl", type=float, default=600.0,
+                            help="seconds a session may stay idle before it expires (default 600)")
+
+    serve_mcp = add("serve-mcp", "serve one environment's tools as an MCP server over stdio")
+    serve_mcp.add_argument("env_id")
+    serve_mcp.add_argument("--mode", choices=("written", "revealed", "hidden"), default="hidden")
+
+    export = add("export", "export selected environments for trainers: one row per environment and mode "
+                           "(env id, system prompt, tools, spec)")
+    export.add_argument("--where", default="true", help="SQL condition over the environments table (default: all)")
+    export.add_argument("--mode", default="all", help="written, revealed, hidden, comma-separated, or all (default)")
+    export.add_argument("--limit", type=int, help="at most N environments (in env_id order)")
+    export.add_argument("--format", choices=("jsonl", "parquet"), help="default: from --out's suffix, else jsonl")
+    export.add_argument("--out", required=True, help="file to write")
 
     llm = add("llm", "the local model: 'serve' runs gemma-3-270m on 127.0.0.1 for --setter litellm, offline")
     llm.add_argument("action", choices=("serve",))
@@ -116,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     from cli import commands
 
     try:
-        return getattr(commands, f"cmd_{args.command}")(args) or 0
+        return getattr(commands, f"cmd_{args.command.replace('-', '_')}")(args) or 0
     except BrokenPipeError:  # the reader (head, less) went away: not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

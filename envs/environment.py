@@ -44,7 +44,7 @@ class Environment:
             raise ValueError(f"{spec.family} is at version {self.mechanism.version}, the spec needs {spec.version}")
         self.params = self.mechanism.params_from_data(spec.params)
         self._tools = {tool.name: tool for tool in spec.rendering.tools}
-        self._exposed = {tool.name for tool in self.tool_specs()}
+        self._exposed = frozenset(tool.name for tool in self.tool_specs())
         self._op_tool = {}
         for tool in spec.rendering.tools:
             self._op_tool.setdefault(tool.operation, tool)
@@ -90,6 +90,11 @@ class Environment:
         """The tools in OpenAI function-calling format."""
         return [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                   "parameters": t.parameters}} for t in self.tool_specs()]
+
+    @property
+    def tool_names(self) -> frozenset[str]:
+        """The names of the tools this mode exposes."""
+        return self._exposed
 
     def tool_for(self, operation: str) -> ToolSpec:
         return self._op_tool[operation]

@@ -131,11 +131,41 @@ class RunsModel(pa.DataFrameModel):
         coerce = True
 
 
+class EvaluationsModel(pa.DataFrameModel):
+    """One row per played episode: who played what, how it scored, what it cost, and the trajectory."""
+
+    evaluation_id: Series[str] = pa.Field(unique=True)
+    eval_run_id: Series[str]
+    env_id: Series[str]
+    family: Series[str]
+    mode: Series[str] = pa.Field(isin=("written", "revealed", "hidden"))
+    agent: Series[str]
+    model: Series[str] = pa.Field(nullable=True)  # the litellm model; null for a baseline agent
+    seed: Series[int]
+    score: Series[float] = pa.Field(ge=0, le=1)
+    u: Series[float]
+    turns: Series[int] = pa.Field(ge=0)
+    tool_errors: Series[int] = pa.Field(ge=0)
+    llm_calls: Series[int] = pa.Field(ge=0)
+    prompt_tokens: Series[pd.Int64Dtype] = pa.Field(nullable=True, ge=0)
+    completion_tokens: Series[pd.Int64Dtype] = pa.Field(nullable=True, ge=0)
+    cost_usd: Series[float] = pa.Field(nullable=True, ge=0)  # null = unknown, never 0
+    error: Series[str] = pa.Field(nullable=True)  # why the episode stopped early (a model that kept failing)
+    trajectory_json: Series[str]
+    started_at: Series[pd.DatetimeTZDtype] = pa.Field(dtype_kwargs=_UTC)
+    finished_at: Series[pd.DatetimeTZDtype] = pa.Field(dtype_kwargs=_UTC)
+
+    class Config:
+        strict = True
+        coerce = True
+
+
 TABLE_MODELS: dict[str, type[pa.DataFrameModel]] = {
     "environments": EnvironmentsModel,
     "attempts": AttemptsModel,
     "llm_calls": LlmCallsModel,
     "runs": RunsModel,
+    "evaluations": EvaluationsModel,
 }
 TABLES: tuple[str, ...] = tuple(TABLE_MODELS)
 

@@ -12,8 +12,8 @@ from schemas.tables import COST_SOURCES, TABLE_MODELS, TABLES, arrow_schema, emp
 EXPECTED_TYPES = {"string", "int64", "double", "bool", "timestamp[ns, tz=UTC]"}
 
 
-def test_tables_are_the_four_models():
-    assert TABLES == ("environments", "attempts", "llm_calls", "runs")
+def test_tables_are_the_five_models():
+    assert TABLES == ("environments", "attempts", "llm_calls", "runs", "evaluations")
     assert set(TABLE_MODELS) == set(TABLES)
 
 

@@ -1,0 +1,72 @@
+"""`vhd eval` (play agents over selected environments and land the episodes) and `vhd report eval`."""
+
+from __future__ import annotations
+
+from cli.output import arrow_rows, console, print_rows
+from schemas.envspec import MODES
+
+
+def parse_modes(text: str) -> list[str]:
+    """'hidden', 'written,revealed' or 'all' -> the list of modes; ValueError naming the bad one."""
+    modes = list(MODES) if text == "all" else [m.strip() for m in text.split(",") if m.strip()]
+    for mode in modes:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}, comma-separated, or 'all'")
+    if not modes:
+        raise ValueError(f"--mode is empty; choose from {', '.join(MODES)} or 'all'")
+    return list(dict.fromkeys(modes))
+
+
+def agent_config(args) -> dict | None:
+    """The litellm agent's settings, or None for a baseline (a baseline with --model is refused)."""
+    from evaluation.llm_agent import AgentConfig
+
+    if args.agent != "litellm":
+        if args.model:
+            raise ValueError(f"--model is for --agent litellm; the {args.agent} baseline plays without a model")
+        return None
+    if not args.model:
+        raise ValueError("--agent litellm needs --model, e.g. openai/gpt-4o-mini (or openai/gemma-3-270m with "
+                         "--api-base for the local model)")
+    options = {"api_base": args.api_base, "api_key": "local"} if args.api_base else {}
+    config = AgentConfig(model=args.model, max_turns=args.max_turns, max_tokens=args.max_tokens,
+                         tool_calls=args.tool_calls, options=options)  # validates the limits
+    return {"max_turns": config.max_turns, "max_tokens": config.max_tokens, "tool_calls": config.tool_calls,
+            "options": config.options}
+
+
+def cmd_eval(args, wh) -> int:
+    from envs.catalog import check_predicate
+    from evaluation.reports import run_summary_sql
+    from flows.evaluate import run_evaluate
+    from warehouse.catalog import run_query
+
+    modes = parse_modes(args.mode)
+    config = agent_config(args)
+    check_predicate(args.where)  # one line before the flow starts
+    if args.limit is not None and args.limit < 1:
+        raise ValueError(f"--limit must be at least 1, got {args.limit}")
+    summary = run_evaluate(concurrency=args.concurrency, agent=args.agent, modes=modes, where=args.where,
+                           limit=args.limit, model=args.model, agent_config=config, seed=args.seed,
+                           warehouse=wh.url)
+    console.print(f"[bold]{summary['eval_run_id']}[/bold] on {summary['date']}: {summary['episodes']} episode(s) "
+                  f"of {summary['environments']} environment(s), {summary['model_errors']} with model errors, "
+                  f"{summary['wall_seconds']:.1f} s")
+    for failure in summary["failures"]:
+        console.print(f"[yellow]episode failed:[/yellow] {failure}")
+    if not summary["episodes"]:
+        console.print(f"no environment matched --where {args.where!r}")
+        return 1 if summary["failures"] else 0
+    table = run_query(wh, run_summary_sql(summary["eval_run_id"]))
+    print_rows(*arrow_rows(table), fmt=args.format, title=f"{args.agent}{' ' + args.model if args.model else ''}: "
+                                                           "mean score per family and mode")
+    return 1 if summary["failures"] else 0
+
+
+def report_eval(wh, fmt: str) -> int:
+    from evaluation.reports import REPORT
+    from warehouse.catalog import run_query
+
+    for title, sql in REPORT:
+        print_rows(*arrow_rows(run_query(wh, sql)), fmt=fmt, title=title)
+    return 0

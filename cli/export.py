@@ -1,0 +1,20 @@
+"""`vhd export`: selected environments, one row per environment and mode, as JSON lines or Parquet."""
+
+from __future__ import annotations
+
+from cli.evaluate import parse_modes
+
+
+def cmd_export(args, wh) -> int:
+    from envs.catalog import select_specs
+    from envs.export import EXPORT_FORMATS, export_rows, write_rows
+
+    fmt = args.format or ("parquet" if str(args.out).endswith(".parquet") else "jsonl")
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
+    modes = parse_modes(args.mode)
+    specs = select_specs(args.where, args.limit, wh)
+    rows = export_rows(specs, modes)
+    path = write_rows(rows, args.out, fmt)
+    print(f"wrote {len(rows)} row(s) ({len(specs)} environment(s) x {len(modes)} mode(s)) to {path} as {fmt}")
+    return 0

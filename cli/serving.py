@@ -1,0 +1,29 @@
+"""`vhd serve-envs` (HTTP sessions for remote rollouts) and `vhd serve-mcp` (one environment over MCP stdio)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def cmd_serve_envs(args, wh) -> int:
+    from serving.http import serve
+
+    if not 0 < args.port < 65536:
+        raise ValueError(f"--port must be 1-65535, got {args.port}")
+    if not args.session_ttl > 0:
+        raise ValueError(f"--session-ttl must be positive seconds, got {args.session_ttl}")
+    print(f"serving the environments of {wh.url} on http://{args.host}:{args.port} (sessions expire after "
+          f"{args.session_ttl:g} s idle; API docs at /docs); Ctrl-C stops", file=sys.stderr)
+    serve(wh, host=args.host, port=args.port, ttl_s=args.session_ttl)
+    return 0
+
+
+def cmd_serve_mcp(args, wh) -> int:
+    import anyio
+
+    from envs.catalog import load_env
+    from serving.mcp_server import serve_stdio
+
+    env = load_env(args.env_id, args.mode, wh)  # an unknown id fails here with one line, before stdio opens
+    anyio.run(serve_stdio, env)
+    return 0

@@ -1,0 +1,1 @@
+"""Serving environments to trainers: an HTTP session server for remote rollouts and an MCP server for one env."""

@@ -1,0 +1,122 @@
+"""`vhd serve-envs`: an HTTP API for remote rollouts, one isolated session per (environment, mode).
+
+    POST   /sessions                 {"env_id": ..., "mode": "hidden"} -> 201 session id, instructions, tools
+    GET    /sessions/{id}/tools      the tools in OpenAI function-calling format
+    POST   /sessions/{id}/call       {"name": ..., "arguments": {...}} -> the observation, turns, done
+    GET    /sessions/{id}/score      score, u, turns, done
+    DELETE /sessions/{id}            close it (its final score is in the answer)
+
+Bad requests get a 4xx with {"detail": "<one line>"} (see serving.sessions). Handlers are coroutines on one
+event loop, so sessions never race each other; only loading a spec from the catalog runs in a thread.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, Field
+
+from schemas.envspec import EnvSpec
+from serving.sessions import DEFAULT_TTL_S, SessionError, SessionStore
+
+
+class CreateSession(BaseModel):
+    env_id: str
+    mode: str = "hidden"
+
+
+class ToolCall(BaseModel):
+    name: str
+    arguments: Any = Field(default=None, description="a JSON object of the tool's arguments")
+
+
+def _json(data: dict[str, Any], status: int = 200) -> Response:
+    return Response(json.dumps(data), status_code=status, media_type="application/json")
+
+
+def _state(session) -> dict[str, Any]:
+    env = session.env
+    return {"session_id": session.session_id, "env_id": env.spec.env_id, "mode": env.mode, "turns": env.turns,
+            "turn_budget": env.spec.turn_budget, "done": env.done, "score": env.score(), "u": env.utility()}
+
+
+def create_app(load_spec: Callable[[str], EnvSpec], ttl_s: float = DEFAULT_TTL_S) -> FastAPI:
+    """The app over `load_spec(env_id)` (an EnvSpec, or KeyError for an unknown id)."""
+    store = SessionStore(load_spec, ttl_s=ttl_s)
+    app = FastAPI(title="vhdplay environments", description=__doc__)
+    app.state.store = store
+
+    @app.exception_handler(SessionError)
+    async def session_error(request: Request, error: SessionError):
+        return JSONResponse({"detail": error.reason}, status_code=error.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_body(request: Request, error: RequestValidationError):
+        first = error.errors()[0] if error.errors() else {}
+        where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
+        reason = f"malformed request: {where + ': ' if where else ''}{first.get('msg', 'invalid body')}"
+        return JSONResponse({"detail": " ".join(reason.split())}, status_code=422)
+
+    @app.get("/health")
+    async def health():
+        return {"status": "ok", "sessions": len(store.sessions)}
+
+    @app.post("/sessions", status_code=201)
+    async def create(body: CreateSession):
+        spec = store._specs.get(body.env_id) or await run_in_threadpool(store.spec, body.env_id)
+        session = store.create(spec, body.mode)
+        env = session.env
+        return _json({**_state(session), "instructions": env.instructions, "tools": env.tools()}, 201)
+
+    @app.get("/sessions/{session_id}")
+    async def state(session_id: str):
+        return _json(_state(store.get(session_id)))
+
+    @app.get("/sessions/{session_id}/tools")
+    async def tools(session_id: str):
+        return _json({"tools": store.get(session_id).env.tools()})
+
+    @app.post("/sessions/{session_id}/call")
+    async def call(session_id: str, request: Request):
+        # parsed by hand: the hot path of a rollout, and a malformed body still gets one line
+        try:
+            body = json.loads(await request.body())
+        except ValueError:
+            raise SessionError(422, "malformed request: the body is not JSON; send {\"name\": ..., "
+                                    "\"arguments\": {...}}") from None
+        if not isinstance(body, dict) or not isinstance(body.get("name"), str):
+            raise SessionError(422, "malformed request: the body must be a JSON object with a string 'name' "
+                                    "and an object 'arguments'")
+        session, observation = store.call(session_id, body["name"], body.get("arguments"))
+        env = session.env
+        return Response(f'{{"observation":{observation},"turns":{env.turns},"done":{"true" if env.done else "false"}}}',
+                        media_type="application/json")
+
+    @app.get("/sessions/{session_id}/score")
+    async def score(session_id: str):
+        return _json(_state(store.get(session_id)))
+
+    @app.delete("/sessions/{session_id}")
+    async def close(session_id: str):
+        return _json({**_state(store.close(session_id)), "closed": True})
+
+    return app
+
+
+def catalog_loader(warehouse) -> Callable[[str], EnvSpec]:
+    from envs.catalog import load_spec
+
+    return lambda env_id: load_spec(env_id, warehouse)
+
+
+def serve(warehouse, host: str = "127.0.0.1", port: int = 8000, ttl_s: float = DEFAULT_TTL_S) -> None:
+    import uvicorn
+
+    uvicorn.run(create_app(catalog_loader(warehouse), ttl_s), host=host, port=port, log_level="warning",
+                access_log=False)
