@@ -250,8 +250,16 @@ def cmd_export(args) -> int:
 def cmd_serve(args) -> int:
     from flows.deployments import serve_nightly
 
+    from setter import make_setter
+    from tasks.plan import plan_shards
+
+    plan_shards(None, args.count, args.families)  # a bad count or family is refused now, not at 02:00
+    make_setter(args.setter, args.model)
+    if args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
     wh = _warehouse(args)
     serve_nightly(name=args.name, cron=args.cron, timezone=args.timezone, count=args.count,
-                  families=args.families, warehouse=wh.url)
+                  families=args.families, warehouse=wh.url, setter=args.setter, model=args.model,
+                  workers=args.workers)
     return 0
 

@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--count", type=int, default=300, help="environments per night")
     serve.add_argument("--families", help="family mix of the nightly run")
     serve.add_argument("--name", default="nightly", help="deployment name (default nightly)")
+    serve.add_argument("--setter", default="template", choices=["template", "litellm"], help="who renders the tools")
+    serve.add_argument("--model", help="litellm model for --setter litellm, e.g. openai/gpt-4o-mini")
+    serve.add_argument("--workers", type=int, default=4, help="threads of each night's task runner (default 4)")
 
     house = add("warehouse", "check the warehouse for damaged, missing, unlisted or duplicated files, or compact it")
     house.add_argument("action", choices=("check", "compact"),
