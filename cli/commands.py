@@ -247,9 +247,14 @@ def cmd_export(args) -> int:
     return run(args, _warehouse(args))
 
 
+def cmd_doctor(args) -> int:
+    from cli.doctor import cmd_doctor as run
+
+    return run(args)
+
+
 def cmd_serve(args) -> int:
     from flows.deployments import serve_nightly
-
     from setter import make_setter
     from tasks.plan import plan_shards
 

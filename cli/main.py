@@ -93,6 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--model", help="litellm model for --setter litellm, e.g. openai/gpt-4o-mini")
     serve.add_argument("--workers", type=int, default=4, help="threads of each night's task runner (default 4)")
 
+    doctor = add("doctor", "print the configuration in force and check that each service it needs is reachable")
+    doctor.add_argument("--setter", default="template", choices=["template", "litellm"],
+                        help="the setter to check for (litellm: its endpoint or provider keys are needed)")
+    doctor.add_argument("--model", help="litellm model to check (price, keys)")
+    doctor.add_argument("--fallback-model", help="fallback litellm model to check")
+    doctor.add_argument("--runner", choices=("threads", "dask"), default="threads", help="the runner to check for")
+    doctor.add_argument("--dask-address", metavar="tcp://HOST:PORT", help="dask scheduler to check")
+    doctor.add_argument("--format", choices=("table", "json"), default="table")
+
     house = add("warehouse", "check the warehouse for damaged, missing, unlisted or duplicated files, or compact it")
     house.add_argument("action", choices=("check", "compact"),
                        help="check: one line per problem, exit code 1 if any; compact: merge the small files of "
