@@ -1,0 +1,7 @@
+-- admission_rejection_checks (admission): rejected attempts per admission check (C1, C2, C3, leak, ...).
+SELECT split_part(reason, ':', 1) AS check_name, count(*) AS rejected_attempts,
+       count(DISTINCT family) AS families
+FROM attempts
+WHERE NOT admitted
+GROUP BY 1
+ORDER BY rejected_attempts DESC, check_name
