@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import tempfile
 
 import litellm
@@ -19,6 +21,7 @@ def generated_warehouse() -> str:
     """The path of a warehouse holding COUNT admitted environments (needs the prefect_server fixture)."""
     if "path" not in _GENERATED:
         path = tempfile.mkdtemp(prefix="vhd-eval-wh-")
+        atexit.register(shutil.rmtree, path, True)
         assert main(["generate", "--count", str(COUNT), "--warehouse", path, "--no-progress",
                      "--date", "2026-01-05"]) == 0
         _GENERATED["path"] = path
