@@ -68,13 +68,14 @@ def _run_night(deployed, when: dt.datetime):
     return run
 
 
-def _subflow_run_id(parent) -> str:
+def _generate_run_id(parent) -> str:
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName, FlowRunFilter, FlowRunFilterParentFlowRunId
 
     with get_client(sync_client=True) as client:
         (child,) = client.read_flow_runs(flow_run_filter=FlowRunFilter(
-            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent.id])))
+            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent.id])),
+            flow_filter=FlowFilter(name=FlowFilterName(any_=["generate"])))
     return str(child.id)
 
 
@@ -99,15 +100,17 @@ def test_a_triggered_night_lands_its_environments_and_runs_row_and_a_second_run_
     ids = _ids(wh, "2026-11-30")  # the run's date is the scheduled date
     assert len(ids) == PARAMETERS["count"]
     (row,) = run_query(wh, "SELECT * FROM runs").to_pylist()
-    assert row["flow_run_id"] == _subflow_run_id(first) and row["run_date"] == "2026-11-30"
+    assert row["flow_run_id"] == _generate_run_id(first) and row["run_date"] == "2026-11-30"
     assert row["status"] == "completed" and row["new_environments"] == PARAMETERS["count"]
     counts = {t: run_query(wh, f"SELECT count(*) AS n FROM {t}").to_pylist()[0]["n"] for t in ("attempts", "llm_calls")}
+    report = Path(deployed["warehouse"]) / "_reports" / "date=2026-11-30" / "report.html"
+    assert report.is_file() and "inventory_dp" in report.read_text()  # the night's report, after the generation
 
     second = _run_night(deployed, NIGHT)  # the same night again: nothing new lands
     assert _ids(wh, "2026-11-30") == ids
     assert {t: run_query(wh, f"SELECT count(*) AS n FROM {t}").to_pylist()[0]["n"] for t in counts} == counts
     runs = run_query(wh, "SELECT flow_run_id, new_environments, admitted FROM runs ORDER BY started_at").to_pylist()
-    assert runs[1] == {"flow_run_id": _subflow_run_id(second), "new_environments": 0,
+    assert runs[1] == {"flow_run_id": _generate_run_id(second), "new_environments": 0,
                        "admitted": PARAMETERS["count"]}
 
 
