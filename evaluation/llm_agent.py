@@ -6,8 +6,9 @@ unknown: null, never 0). A model that still fails ends the episode with the erro
 
 A model that does not emit `tool_calls` (small local models) may answer with a JSON object
 `{"tool": NAME, "arguments": {...}}` in its message text; the loop parses that as the call. With
-`tool_calls="json"` the tools are described in the prompt and the answer is constrained to that object by a
-`json_object` response format with a schema (the form llama.cpp's server compiles into a grammar).
+`tool_calls="json"` the tools are described in the prompt and the answer is constrained to that object, with
+the named tool's own argument schema, by a `json_object` response format with a schema (the form llama.cpp's
+server compiles into a grammar).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attemp
 
 from envs.environment import Environment
 from setter.llm_client import call_cost, is_transient_llm_error, llm_options, retries
+from setter.local_server import json_object_format
 
 TOOL_CALL_FORMATS = ("native", "json")
 MAX_SILENT_REPLIES = 2  # replies in a row without a tool call before the agent is taken to have stopped
@@ -80,10 +82,10 @@ def system_prompt(env: Environment, config: AgentConfig) -> str:
 
 
 def answer_schema(env: Environment) -> dict[str, Any]:
-    names = [t["function"]["name"] for t in env.tools()]
-    return {"type": "object", "properties": {"tool": {"type": "string", "enum": names},
-                                             "arguments": {"type": "object"}},
-            "required": ["tool", "arguments"]}
+    """One call of one of the tools: {"tool": NAME, "arguments": <that tool's own argument schema>}."""
+    return {"anyOf": [{"type": "object", "properties": {"tool": {"const": t["function"]["name"]},
+                                                        "arguments": t["function"]["parameters"]},
+                       "required": ["tool", "arguments"], "additionalProperties": False} for t in env.tools()]}
 
 
 def parse_content_call(content: str | None) -> tuple[str, Any] | None:
@@ -154,7 +156,7 @@ def _complete(env: Environment, config: AgentConfig, messages: list[dict[str, An
     if config.tool_calls == "native":
         request["tools"] = env.tools()
     else:
-        request["response_format"] = {"type": "json_object", "schema": answer_schema(env)}
+        request["response_format"] = json_object_format(answer_schema(env))
     wait = float(os.environ.get("VHD_LLM_RETRY_WAIT", "1"))
     retrying = Retrying(stop=stop_after_attempt(retries() + 1),
                         wait=wait_exponential_jitter(initial=wait, max=30 * max(wait, 0.01), jitter=wait),

@@ -64,9 +64,16 @@ def test_written_mode_submits_one_plan(monkeypatch):
 def test_a_json_tool_call_in_the_text_is_played(monkeypatch):
     spec = make_spec("knapsack", 2)
     script = list(oracle(Environment(spec, "revealed")))
-    _scripted(monkeypatch, [f"Sure! {json.dumps({'tool': n, 'arguments': a})}" for n, a in script])
+    requests = _scripted(monkeypatch, [f"Sure! {json.dumps({'tool': n, 'arguments': a})}" for n, a in script])
     row = play_episode(spec, "revealed", "litellm", "run-1", config=AgentConfig(MODEL, tool_calls="json"))
     assert row["score"] == 1.0 and row["turns"] == len(script)
+    # json mode: no native tools; the answer is constrained to one tool with that tool's own argument schema
+    tools = Environment(spec, "revealed").tools()
+    assert "tools" not in requests[0]
+    choices = requests[0]["response_format"]["schema"]["anyOf"]
+    assert [c["properties"]["tool"]["const"] for c in choices] == [t["function"]["name"] for t in tools]
+    assert [c["properties"]["arguments"] for c in choices] == [t["function"]["parameters"] for t in tools]
+    assert '"tool": TOOL_NAME' in requests[0]["messages"][0]["content"]
 
 
 def test_the_turn_cap_and_silent_replies_end_the_episode(monkeypatch):
