@@ -5,6 +5,8 @@ The ``date`` partition is not a column of any model: it is the hive directory ``
 
 from __future__ import annotations
 
+import functools
+
 import pandas as pd
 import pandera.pandas as pa
 import pyarrow
@@ -199,6 +201,7 @@ def _arrow_type(dtype: object) -> pyarrow.DataType:
     raise TypeError(f"no Arrow type for pandas dtype {dtype!r}")
 
 
+@functools.cache  # building it from the pandera model takes ~20 ms, and every query's views need it
 def arrow_schema(table: str) -> pyarrow.Schema:
     """The Arrow schema used to write a table, so empty and all-null columns keep their types."""
     schema = table_model(table).to_schema()

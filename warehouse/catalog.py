@@ -8,8 +8,9 @@ import duckdb
 import pyarrow
 
 from schemas.tables import TABLES, arrow_schema
+from warehouse.index import StateIndex, state_index
 from warehouse.location import Warehouse
-from warehouse.maintenance import damaged_files, visible_files
+from warehouse.maintenance import visible_files
 
 _DUCKDB_TYPES = {
     pyarrow.string(): "VARCHAR",
@@ -19,10 +20,6 @@ _DUCKDB_TYPES = {
     pyarrow.timestamp("ns", tz="UTC"): "TIMESTAMPTZ",
 }
 _EXPLAIN = re.compile(r"^\s*explain(\s+analyze)?\s+(.*)$", re.IGNORECASE | re.DOTALL)
-# Overlapping runs may land one environment twice: keep its first landing, deterministically.
-_DEDUPLICATE = {
-    "environments": 'QUALIFY row_number() OVER (PARTITION BY env_id ORDER BY created_at, run_id, "date") = 1'
-}
 
 
 class QueryError(ValueError):
@@ -47,8 +44,23 @@ def _refusal(wh: Warehouse, table: str, damaged: dict[str, str]) -> str:
             "would be silently partial, so the query is refused; see vhd warehouse check")
 
 
-def _view_sql(wh: Warehouse, table: str, files: list[str], damaged: dict[str, str] | None = None) -> str:
-    """The SELECT behind one table's view: its visible files, an empty typed relation, or a refusal if damaged."""
+def _read_parquet(wh: Warehouse, paths: list[str], row_ids: bool = False) -> str:
+    urls = ", ".join(_literal(wh.url_of(wh.path(path))) for path in paths)
+    extra = ", filename=true, file_row_number=true" if row_ids else ""
+    return f"read_parquet([{urls}], hive_partitioning=true, union_by_name=true, hive_types={{'date': DATE}}{extra})"
+
+
+def _shadow_table(table: str) -> str:
+    return f"_vhd_shadowed_{table}"
+
+
+def _view_sql(wh: Warehouse, table: str, files: list[str], damaged: dict[str, str] | None = None,
+              shadowed: dict[str, list[int]] | None = None) -> str:
+    """The SELECT behind one table's view: its visible files, an empty typed relation, or a refusal if damaged.
+
+    Rows shadowed by an earlier landing of the same key (warehouse.index) are left out by an anti-join on
+    (file, row number) with the ``_vhd_shadowed_<table>`` table; files without such rows are a plain scan.
+    """
     columns = _columns(table)
     if damaged:
         select = ", ".join(f'CAST(NULL AS {kind}) AS "{name}"' for name, kind in columns)
@@ -57,28 +69,58 @@ def _view_sql(wh: Warehouse, table: str, files: list[str], damaged: dict[str, st
         select = ", ".join(f'CAST(NULL AS {kind}) AS "{name}"' for name, kind in columns)
         return f"SELECT {select} WHERE false"
     select = ", ".join(f'CAST("{name}" AS {kind}) AS "{name}"' for name, kind in columns)
-    urls = ", ".join(_literal(wh.url_of(wh.path(path))) for path in files)
-    source = (
-        f"read_parquet([{urls}], hive_partitioning=true, union_by_name=true, hive_types={{'date': DATE}})"
-    )
-    return f"SELECT {select} FROM {source} {_DEDUPLICATE.get(table, '')}".rstrip()
+    shadowed = shadowed or {}
+    clean = [path for path in files if path not in shadowed]
+    parts = [f"SELECT {select} FROM {_read_parquet(wh, clean)}"] if clean else []
+    if shadowed:
+        parts.append(f"SELECT {select} FROM {_read_parquet(wh, sorted(shadowed), row_ids=True)} AS r ANTI JOIN "
+                     f'"{_shadow_table(table)}" AS s ON r.filename = s.filename AND '
+                     "r.file_row_number = s.file_row_number")
+    return " UNION ALL ".join(parts)
 
 
-def connect(wh: Warehouse) -> duckdb.DuckDBPyConnection:
+def _create_shadow_table(con: duckdb.DuckDBPyConnection, wh: Warehouse, table: str,
+                         shadowed: dict[str, list[int]]) -> None:
+    names = [wh.url_of(wh.path(path)) for path, rows in shadowed.items() for _ in rows]
+    rows = [row for path in shadowed for row in shadowed[path]]
+    data = pyarrow.table({"filename": pyarrow.array(names, pyarrow.string()),
+                          "file_row_number": pyarrow.array(rows, pyarrow.int64())})
+    con.from_arrow(data).create(_shadow_table(table))
+
+
+def _referenced_tables(sql: str | None) -> set[str]:
+    """The tables a query names (all of them when there is no query): only their views read files."""
+    if sql is None:
+        return set(TABLES)
+    try:
+        return {name.split(".")[-1].strip('"') for name in duckdb.get_table_names(sql)} & set(TABLES)
+    except duckdb.Error:  # let the query itself report what is wrong with it
+        return set(TABLES)
+
+
+def connect(wh: Warehouse, sql: str | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with one view per table over the warehouse's visible files.
 
     A table with a damaged file (unreadable, missing, foreign columns) gets a view that fails naming the file
-    when a query reads it; the other tables answer (see warehouse.maintenance for why it refuses).
+    when a query reads it; the other tables answer (see warehouse.maintenance for why it refuses). Damage and
+    repeated landings come from the state index (warehouse.index), built once per warehouse state. Given the
+    query `sql`, only the tables it names get views over their files (the others are empty).
     """
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
-    con.execute("SET parquet_metadata_cache = true")  # the damage check and the query read each footer once
+    con.execute("SET parquet_metadata_cache = true")  # the index build and the query read each footer once
     if not wh.is_local:
         con.register_filesystem(wh.fs)
     files = visible_files(wh)
-    damaged = damaged_files(wh, files, con)
+    index: StateIndex = state_index(wh, files, con)
+    wanted = _referenced_tables(sql)
     for table in TABLES:
-        con.execute(f'CREATE VIEW "{table}" AS {_view_sql(wh, table, files[table], damaged.get(table))}')
+        shadowed = index.shadowed.get(table)
+        if shadowed and table in wanted:
+            _create_shadow_table(con, wh, table, shadowed)
+        listed = files[table] if table in wanted else []
+        view = _view_sql(wh, table, listed, index.damaged.get(table), shadowed if table in wanted else None)
+        con.execute(f'CREATE VIEW "{table}" AS {view}')
     return con
 
 
@@ -135,7 +177,7 @@ class _Vanished(Exception):
 
 
 def _run_once(wh: Warehouse, sql: str, retry: bool) -> pyarrow.Table:
-    con = connect(wh)
+    con = connect(wh, sql)
     try:
         _lock_down(con, wh)
         relation = con.sql(sql)

@@ -141,9 +141,13 @@ def _schemas(con: duckdb.DuckDBPyConnection, urls: list[str]) -> dict[str, dict[
 
 
 def damaged_files(
-    wh: Warehouse, files: dict[str, list[str]], con: duckdb.DuckDBPyConnection | None = None
+    wh: Warehouse, files: dict[str, list[str]], con: duckdb.DuckDBPyConnection | None = None,
+    present: dict[str, set[str]] | None = None,
 ) -> dict[str, dict[str, str]]:
-    """The damaged files among ``files`` (table -> relative paths): table -> {relative path: reason}."""
+    """The damaged files among ``files`` (table -> relative paths): table -> {relative path: reason}.
+
+    ``present`` (table -> relative paths that exist) saves listing the table folders again.
+    """
     own = con is None
     con = con or _connection(wh)
     damaged: dict[str, dict[str, str]] = {}
@@ -151,11 +155,11 @@ def damaged_files(
         for table, paths in files.items():
             if not paths:
                 continue
-            present = set(_table_files_on_disk(wh, table))
+            existing = present[table] if present is not None else set(_table_files_on_disk(wh, table))
             for path in paths:
-                if path not in present:
+                if path not in existing:
                     damaged.setdefault(table, {})[path] = "committed but missing"
-            readable = [path for path in paths if path in present]
+            readable = [path for path in paths if path in existing]
             urls = {wh.url_of(wh.path(path)): path for path in readable}
             try:
                 schemas = _schemas(con, list(urls))
