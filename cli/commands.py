@@ -197,6 +197,14 @@ def cmd_report(args) -> int:
     from warehouse.reports import REPORTS
 
     wh = _warehouse(args)
+    if args.kind is None:
+        from reports.command import write_full_report
+
+        return write_full_report(wh, args.since, args.out)
+    if args.since:
+        from cli.main import CliError
+
+        raise CliError("--since applies to the whole report only: run vhd report --since DATE without a kind")
     if args.kind == "eval":
         from cli.evaluate import report_eval
 

@@ -76,12 +76,16 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--seed", type=int, default=0, help="seed of the random agent")
     play.add_argument("--format", choices=("table", "json"), default="table")
 
-    report = add("report", "cost, diversity or setter report as terminal tables")
-    report.add_argument("kind", choices=("cost", "diversity", "setter", "eval"),
-                        help="cost: USD and tokens; diversity: coverage; setter: first-attempt admission, attempts, "
+    report = add("report", "the dataset report (one HTML file and a terminal summary), or one kind as terminal tables")
+    report.add_argument("kind", nargs="?", choices=("cost", "diversity", "setter", "eval"),
+                        help="none: the whole report (size, cost, admission, diversity, difficulty) as --out HTML; "
+                             "cost: USD and tokens; diversity: coverage; setter: first-attempt admission, attempts, "
                              "rewritten interfaces, tokens and USD per admitted environment; eval: mean score in "
                              "written, revealed and hidden mode per family and agent, from vhd eval")
     report.add_argument("--format", choices=FORMATS, default="table")
+    report.add_argument("--since", help="the whole report over rows dated YYYY-MM-DD or later (default: all rows)")
+    report.add_argument("--out", default="report.html",
+                        help="where the whole report's HTML goes: a file path or s3:// URL (default report.html)")
 
     serve = add("serve", "register and serve the nightly generation as a Prefect deployment (needs a server)")
     serve.add_argument("--cron", default="0 2 * * *", help="schedule, cron syntax (default '0 2 * * *')")

@@ -73,6 +73,7 @@ def per_night(nights: list[dict], per_family: list[dict]) -> str:
     total = axes.twinx()
     total.plot(range(len(labels)), [_number(row["cumulative"]) for row in nights], color="black", marker="o")
     total.set_ylabel("cumulative")
+    total.set_ylim(bottom=0)
     axes.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.08, 1.0), frameon=False)
     return _svg(figure)
 
