@@ -10,7 +10,7 @@ import duckdb
 import pyarrow
 
 from reports.named import NamedQuery, named_queries
-from schemas.tables import TABLES
+from schemas.columns import TABLES
 from warehouse.catalog import QueryError, check_read_only, connect
 from warehouse.location import Warehouse
 

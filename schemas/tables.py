@@ -1,16 +1,18 @@
-"""Pandera models of the warehouse tables, plus their empty frames and Arrow write schemas.
+"""Pandera models of the warehouse tables (the value checks every written frame passes), and their empty frames.
 
-The ``date`` partition is not a column of any model: it is the hive directory ``date=YYYY-MM-DD``.
+The columns themselves (names, Arrow types, nullability) are declared in ``schemas.columns``, which readers import
+without pandas or pandera; ``model_arrow_schema`` is what a model implies, and a test keeps the two equal. The
+``date`` partition is not a column of any model: it is the hive directory ``date=YYYY-MM-DD``.
 """
 
 from __future__ import annotations
-
-import functools
 
 import pandas as pd
 import pandera.pandas as pa
 import pyarrow
 from pandera.typing import Series
+
+from schemas.columns import TABLES, arrow_schema  # noqa: F401 - re-exported for writers
 
 COST_SOURCES = ("provider", "price_map", "custom", "cache", "unknown")
 RUN_STATUSES = ("completed", "failed", "partial")
@@ -169,7 +171,6 @@ TABLE_MODELS: dict[str, type[pa.DataFrameModel]] = {
     "runs": RunsModel,
     "evaluations": EvaluationsModel,
 }
-TABLES: tuple[str, ...] = tuple(TABLE_MODELS)
 
 
 def table_model(table: str) -> type[pa.DataFrameModel]:
@@ -201,9 +202,8 @@ def _arrow_type(dtype: object) -> pyarrow.DataType:
     raise TypeError(f"no Arrow type for pandas dtype {dtype!r}")
 
 
-@functools.cache  # building it from the pandera model takes ~20 ms, and every query's views need it
-def arrow_schema(table: str) -> pyarrow.Schema:
-    """The Arrow schema used to write a table, so empty and all-null columns keep their types."""
+def model_arrow_schema(table: str) -> pyarrow.Schema:
+    """The Arrow schema a table's pandera model implies (``schemas.columns`` must declare the same)."""
     schema = table_model(table).to_schema()
     frame = empty_frame(table)
     fields = [

@@ -7,7 +7,7 @@ from prefect import task
 from reports.build import build_report, report_path, write_text
 from reports.summary import summary_lines
 from tasks.common import retry_transient
-from warehouse.landing import check_date
+from warehouse.commits import check_date
 from warehouse.location import resolve_warehouse
 
 

@@ -7,7 +7,7 @@ import re
 import duckdb
 import pyarrow
 
-from schemas.tables import TABLES, arrow_schema
+from schemas.columns import TABLES, arrow_schema
 from warehouse.index import StateIndex, state_index
 from warehouse.location import Warehouse
 from warehouse.maintenance import visible_files

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from schemas.tables import TABLES
+from schemas.columns import TABLES
 from warehouse.location import Warehouse
 
 INDEX_DIR = "_index"
@@ -122,10 +122,10 @@ def _read(wh: Warehouse, key: str) -> StateIndex | None:
 
 def _store(wh: Warehouse, index: StateIndex) -> None:
     """Write the index (atomically) and prune old ones; a warehouse this user may not write is left as it is."""
-    from warehouse.landing import _write_atomically
+    from warehouse.commits import write_atomically
 
     try:
-        _write_atomically(wh, _index_path(wh, index.key), index.to_json())
+        write_atomically(wh, _index_path(wh, index.key), index.to_json())
         stored = wh.fs.find(wh.path(INDEX_DIR), detail=True)
         by_age = sorted(stored, key=lambda path: str(stored[path].get("LastModified") or stored[path].get("mtime")))
         for path in by_age[:-KEPT_INDEXES]:

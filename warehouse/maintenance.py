@@ -35,8 +35,8 @@ import duckdb
 import pyarrow
 import pyarrow.parquet as pq
 
-from schemas.tables import TABLES, arrow_schema
-from warehouse.landing import COMMITS_DIR, _write_atomically, committed_shards
+from schemas.columns import TABLES, arrow_schema
+from warehouse.commits import COMMITS_DIR, committed_shards, write_atomically
 from warehouse.location import Warehouse, WarehouseError
 
 COMPACTION_PREFIX = "compaction-"
@@ -101,7 +101,7 @@ def _kind(physical: str | None, logical: str | None, converted: str | None) -> s
     return {"INT64": "int64", "DOUBLE": "double", "BOOLEAN": "bool"}.get(physical or "", f"{physical} {logical}")
 
 
-_schema = functools.cache(arrow_schema)  # building a schema from its pandera model takes milliseconds
+_schema = arrow_schema
 
 
 @functools.cache
@@ -286,7 +286,7 @@ def compact(wh: Warehouse, min_files: int = 2) -> list[str]:
             merged = pyarrow.concat_tables([part.cast(pyarrow.schema(fields)) for part in parts])
             buffer = pyarrow.BufferOutputStream()
             pq.write_table(merged, buffer, compression="zstd")
-            _write_atomically(wh, wh.path(target), buffer.getvalue().to_pybytes())
+            write_atomically(wh, wh.path(target), buffer.getvalue().to_pybytes())
             merged_files[table] = [target]
             replaces += sorted([name, path] for name, t, path in listed if t == table and path in inputs)
             done.append(f"table {table}, date {date}: {len(inputs)} files, {merged.num_rows} rows -> {target}")
@@ -295,7 +295,7 @@ def compact(wh: Warehouse, min_files: int = 2) -> list[str]:
         name = COMPACTION_PREFIX + hashlib.sha256(json.dumps(replaces).encode()).hexdigest()[:16]
         marker = {"run_id": name, "date": date, "kind": "compaction", "files": merged_files, "replaces": replaces,
                   "committed_at": dt.datetime.now(dt.UTC).isoformat(), "summary": {}}
-        _write_atomically(wh, wh.path(f"{COMMITS_DIR}/date={date}/{name}.json"),
+        write_atomically(wh, wh.path(f"{COMMITS_DIR}/date={date}/{name}.json"),
                           json.dumps(marker, indent=2, sort_keys=True).encode())
     # delete every replaced file that no marker shows any more (this run's inputs, or an interrupted run's)
     markers, _ = read_markers(wh)

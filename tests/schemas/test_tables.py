@@ -7,14 +7,35 @@ import pandera.errors
 import pyarrow
 import pytest
 
-from schemas.tables import COST_SOURCES, TABLE_MODELS, TABLES, arrow_schema, empty_frame
+from schemas.columns import TABLE_SCHEMAS
+from schemas.tables import COST_SOURCES, TABLE_MODELS, TABLES, arrow_schema, empty_frame, model_arrow_schema
 
 EXPECTED_TYPES = {"string", "int64", "double", "bool", "timestamp[ns, tz=UTC]"}
 
 
 def test_tables_are_the_five_models():
     assert TABLES == ("environments", "attempts", "llm_calls", "runs", "evaluations")
-    assert set(TABLE_MODELS) == set(TABLES)
+    assert tuple(TABLE_MODELS) == TABLES == tuple(TABLE_SCHEMAS)
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_declared_columns_are_what_the_model_implies(table):
+    """schemas.columns (what readers use) and the pandera model (what writers check) name the same columns,
+    in the same order, with the same types and nullability."""
+    assert arrow_schema(table).equals(model_arrow_schema(table))
+    assert [(f.name, f.nullable) for f in arrow_schema(table)] == \
+        [(f.name, f.nullable) for f in model_arrow_schema(table)]
+
+
+def test_readers_import_neither_pandas_nor_pandera():
+    """`vhd query` starts fast: the catalog's import chain stays free of pandas and pandera."""
+    import subprocess
+    import sys
+
+    code = ("import sys, warehouse.catalog, warehouse.maintenance, warehouse.index, cli.main; "
+            "print(sorted(m for m in ('pandas', 'pandera', 'dask', 'prefect') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 @pytest.mark.parametrize("table", TABLES)
