@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 
 import duckdb
 import pyarrow
 
 from schemas.columns import TABLES, arrow_schema
-from warehouse.index import StateIndex, state_index
+from warehouse.index import StateIndex, current_state, state_index, visible_files_cached
 from warehouse.location import Warehouse
-from warehouse.maintenance import visible_files
 
 _DUCKDB_TYPES = {
     pyarrow.string(): "VARCHAR",
@@ -44,38 +45,54 @@ def _refusal(wh: Warehouse, table: str, damaged: dict[str, str]) -> str:
             "would be silently partial, so the query is refused; see vhd warehouse check")
 
 
-def _read_parquet(wh: Warehouse, paths: list[str], row_ids: bool = False) -> str:
+def _read_parquet(wh: Warehouse, paths: list[str], row_ids: bool = False, mixed: bool = False) -> str:
     urls = ", ".join(_literal(wh.url_of(wh.path(path))) for path in paths)
     extra = ", filename=true, file_row_number=true" if row_ids else ""
-    return f"read_parquet([{urls}], hive_partitioning=true, union_by_name=true, hive_types={{'date': DATE}}{extra})"
+    extra += ", union_by_name=true" if mixed else ""
+    return f"read_parquet([{urls}], hive_partitioning=true, hive_types={{'date': DATE}}{extra})"
 
 
 def _shadow_table(table: str) -> str:
     return f"_vhd_shadowed_{table}"
 
 
+def _quoted(name: str) -> str:
+    return f'"{name}"'
+
+
+def _typed_nulls(table: str) -> str:
+    return ", ".join(f'CAST(NULL AS {kind}) AS "{name}"' for name, kind in _columns(table))
+
+
 def _view_sql(wh: Warehouse, table: str, files: list[str], damaged: dict[str, str] | None = None,
-              shadowed: dict[str, list[int]] | None = None) -> str:
+              shadowed: dict[str, list[int]] | None = None, lacking: dict[str, list[str]] | None = None) -> str:
     """The SELECT behind one table's view: its visible files, an empty typed relation, or a refusal if damaged.
 
-    Rows shadowed by an earlier landing of the same key (warehouse.index) are left out by an anti-join on
-    (file, row number) with the ``_vhd_shadowed_<table>`` table; files without such rows are a plain scan.
+    Files with every column of the table are read as they are; files written before columns were added
+    (``lacking``) are read apart, reconciled by name, with nulls for the columns none of them has. Rows shadowed
+    by an earlier landing of the same key (warehouse.index) are left out by an anti-join on (file, row number)
+    with the ``_vhd_shadowed_<table>`` table; files without such rows are a plain scan.
     """
-    columns = _columns(table)
     if damaged:
-        select = ", ".join(f'CAST(NULL AS {kind}) AS "{name}"' for name, kind in columns)
-        return f"SELECT {select} FROM (SELECT 1) WHERE error({_literal(_refusal(wh, table, damaged))}) IS NULL"
+        refusal = _literal(_refusal(wh, table, damaged))
+        return f"SELECT {_typed_nulls(table)} FROM (SELECT 1) WHERE error({refusal}) IS NULL"
     if not files:
-        select = ", ".join(f'CAST(NULL AS {kind}) AS "{name}"' for name, kind in columns)
-        return f"SELECT {select} WHERE false"
-    select = ", ".join(f'CAST("{name}" AS {kind}) AS "{name}"' for name, kind in columns)
-    shadowed = shadowed or {}
-    clean = [path for path in files if path not in shadowed]
-    parts = [f"SELECT {select} FROM {_read_parquet(wh, clean)}"] if clean else []
-    if shadowed:
-        parts.append(f"SELECT {select} FROM {_read_parquet(wh, sorted(shadowed), row_ids=True)} AS r ANTI JOIN "
-                     f'"{_shadow_table(table)}" AS s ON r.filename = s.filename AND '
-                     "r.file_row_number = s.file_row_number")
+        return f"SELECT {_typed_nulls(table)} WHERE false"
+    shadowed, lacking = shadowed or {}, lacking or {}
+    parts = []
+    for group, rows in (("full", False), ("lacking", False), ("full", True), ("lacking", True)):
+        paths = [path for path in files if (path in lacking) == (group == "lacking") and (path in shadowed) == rows]
+        if not paths:
+            continue
+        absent = set.intersection(*(set(lacking[path]) for path in paths)) if group == "lacking" else set()
+        select = ", ".join(f'CAST({"NULL" if name in absent else _quoted(name)} AS {kind}) AS {_quoted(name)}'
+                           for name, kind in _columns(table))
+        source = _read_parquet(wh, paths, row_ids=rows, mixed=group == "lacking")
+        if rows:
+            parts.append(f'SELECT {select} FROM {source} AS r ANTI JOIN "{_shadow_table(table)}" AS s '
+                         "ON r.filename = s.filename AND r.file_row_number = s.file_row_number")
+        else:
+            parts.append(f"SELECT {select} FROM {source}")
     return " UNION ALL ".join(parts)
 
 
@@ -98,30 +115,97 @@ def _referenced_tables(sql: str | None) -> set[str]:
         return set(TABLES)
 
 
+def _open(wh: Warehouse) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(":memory:")
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET parquet_metadata_cache = true")  # the index build and the queries read each footer once
+    if not wh.is_local:
+        con.register_filesystem(wh.fs)
+    return con
+
+
+def _create_view(con: duckdb.DuckDBPyConnection, wh: Warehouse, table: str, files: list[str],
+                 index: StateIndex) -> None:
+    view = _view_sql(wh, table, files, index.damaged.get(table), index.shadowed.get(table), index.lacking.get(table))
+    con.execute(f'CREATE VIEW "{table}" AS {view}')
+
+
 def connect(wh: Warehouse, sql: str | None = None) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with one view per table over the warehouse's visible files.
+    """A private in-memory DuckDB connection with one view per table over the warehouse's visible files.
 
     A table with a damaged file (unreadable, missing, foreign columns) gets a view that fails naming the file
     when a query reads it; the other tables answer (see warehouse.maintenance for why it refuses). Damage and
     repeated landings come from the state index (warehouse.index), built once per warehouse state. Given the
     query `sql`, only the tables it names get views over their files (the others are empty).
     """
-    con = duckdb.connect(":memory:")
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute("SET parquet_metadata_cache = true")  # the index build and the query read each footer once
-    if not wh.is_local:
-        con.register_filesystem(wh.fs)
-    files = visible_files(wh)
-    index: StateIndex = state_index(wh, files, con)
+    con = _open(wh)
+    files = visible_files_cached(wh)
+    index = state_index(wh, files, con)
     wanted = _referenced_tables(sql)
     for table in TABLES:
-        shadowed = index.shadowed.get(table)
-        if shadowed and table in wanted:
-            _create_shadow_table(con, wh, table, shadowed)
-        listed = files[table] if table in wanted else []
-        view = _view_sql(wh, table, listed, index.damaged.get(table), shadowed if table in wanted else None)
-        con.execute(f'CREATE VIEW "{table}" AS {view}')
+        if table in wanted and index.shadowed.get(table):
+            _create_shadow_table(con, wh, table, index.shadowed[table])
+        _create_view(con, wh, table, files[table] if table in wanted else [], index)
     return con
+
+
+class _StateCatalog:
+    """One warehouse state's locked-down database, shared by the queries of this process (one cursor each).
+
+    DuckDB costs ~15 ms to open and re-reads Parquet footers per connection; a process that queries the same
+    state again (a notebook, the HTTP server, vhd eval, the report) pays that once. Views are created on first
+    use, so a query reads only the footers of the tables it names.
+    """
+
+    def __init__(self, wh: Warehouse, files: dict[str, list[str]], con: duckdb.DuckDBPyConnection,
+                 index: StateIndex) -> None:
+        self.wh, self.files, self.con, self.index = wh, files, con, index
+        self.views: set[str] = set()
+        self.lock = threading.Lock()
+        for table, shadowed in index.shadowed.items():
+            _create_shadow_table(con, wh, table, shadowed)
+        # the state's key holds every visible file's size and stamp (ETag on S3): within one state the files are
+        # known unchanged, so DuckDB's in-memory cache of remote file blocks need not re-check them per query
+        con.execute("SET validate_external_file_cache = 'NO_VALIDATION'")
+        _lock_down(con, wh)
+
+    def cursor(self, tables: set[str]) -> duckdb.DuckDBPyConnection:
+        """A connection to the shared database with the views of `tables` (the tables a query names) made."""
+        with self.lock:
+            for table in sorted(tables - self.views):
+                _create_view(self.con, self.wh, table, self.files[table], self.index)
+                self.views.add(table)
+            return self.con.cursor()
+
+    def close(self) -> None:
+        self.con.close()
+
+
+_STATES: OrderedDict[tuple[str, str], _StateCatalog] = OrderedDict()
+_STATES_LOCK = threading.Lock()
+_KEPT_STATES = 2
+
+
+def _state_catalog(wh: Warehouse) -> _StateCatalog:
+    """The shared database of the warehouse's current state (built on first use, the oldest dropped)."""
+    files = visible_files_cached(wh)
+    state = current_state(wh, files)
+    key = (wh.url, state[0])
+    with _STATES_LOCK:
+        found = _STATES.get(key)
+        if found is not None:
+            _STATES.move_to_end(key)
+            return found
+        con = _open(wh)
+        try:
+            catalog = _StateCatalog(wh, files, con, state_index(wh, files, con, state))
+        except BaseException:
+            con.close()
+            raise
+        _STATES[key] = catalog
+        while len(_STATES) > _KEPT_STATES:
+            _STATES.popitem(last=False)[1].close()
+        return catalog
 
 
 def _one_line(error: Exception) -> str:
@@ -177,9 +261,8 @@ class _Vanished(Exception):
 
 
 def _run_once(wh: Warehouse, sql: str, retry: bool) -> pyarrow.Table:
-    con = connect(wh, sql)
+    con = _state_catalog(wh).cursor(_referenced_tables(sql))
     try:
-        _lock_down(con, wh)
         relation = con.sql(sql)
         if relation is None:
             raise QueryError("query returned no result; give a SELECT statement")

@@ -1,4 +1,5 @@
-"""Where landed files live and how a run makes them visible: atomic writes, shard paths and commit markers.
+"""Where landed files live, how they are written and how a run makes them visible: shard paths, the Parquet
+layout, atomic writes and commit markers.
 
 Readers (the catalog, maintenance) import this module without pandas or pandera; ``warehouse.landing`` validates
 frames and writes them as Parquet.
@@ -13,13 +14,19 @@ import re
 import uuid
 from typing import Any
 
-from schemas.columns import TABLES
+import pyarrow
+import pyarrow.parquet as pq
+
+from schemas.columns import SORT_KEYS, TABLES
 from warehouse.location import Warehouse, WarehouseError
 
 COMMITS_DIR = "_commits"
 _KEY = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _SHARD_FILE = re.compile(r"^part-([A-Za-z0-9_.\-]+)\.parquet$")
+# Rows per Parquet row group: small enough that a filter on a sorted key skips most of a large file, large enough
+# that a full scan is not slowed by per-group overhead (measured by benchmarks/catalog.py).
+ROW_GROUP_ROWS = 16384
 
 
 def check_date(date: str) -> str:
@@ -45,6 +52,16 @@ def check_table(table: str) -> str:
     if table not in TABLES:
         raise WarehouseError(f"unknown table {table!r}; known tables: {', '.join(TABLES)}")
     return table
+
+
+def parquet_bytes(table: str, data: pyarrow.Table) -> bytes:
+    """A table's rows as one Parquet file: sorted by the table's sort key, zstd, row groups of ROW_GROUP_ROWS."""
+    keys = [name for name in SORT_KEYS.get(table, ()) if name in data.column_names]
+    if keys and data.num_rows > 1:
+        data = data.sort_by([(name, "ascending") for name in keys])
+    buffer = pyarrow.BufferOutputStream()
+    pq.write_table(data.replace_schema_metadata(None), buffer, compression="zstd", row_group_size=ROW_GROUP_ROWS)
+    return buffer.getvalue().to_pybytes()
 
 
 def write_atomically(wh: Warehouse, path: str, data: bytes) -> None:

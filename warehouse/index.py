@@ -5,9 +5,14 @@ locally, ETag on S3), so any landing, compaction, deletion or damage to a file i
 index records
 
 - the damaged files (``warehouse.maintenance.damaged_files``: unreadable, missing, foreign columns), and
+- the files written before columns were added to their table, with the columns each lacks (``lacking``), so the
+  views read the other files without reconciling schemas, and
 - the *shadowed rows* of tables whose key must be unique (``environments.env_id``): two overlapping runs can land
   one environment twice, and the catalog keeps its first landing (earliest ``created_at``, then run id, date,
   file and row), so every later copy is shadowed, named by (file, row number).
+
+The visible files themselves come from the commit markers; their listing is cached too, under the names and
+stamps of the markers (``markers-<digest>.json``), so a query lists the markers instead of reading every one.
 
 Building the index reads every file's footer and the key column once (about a third of a second at a million
 rows); a query of a state that has an index reads one small JSON file instead, and a view over files without
@@ -28,7 +33,7 @@ from schemas.columns import TABLES
 from warehouse.location import Warehouse
 
 INDEX_DIR = "_index"
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 KEPT_INDEXES = 16  # older states' indexes are pruned when a new one is written
 # table -> (its unique key, the order that picks the landing kept when the key repeats)
 UNIQUE_KEYS = {"environments": ("env_id", 'created_at, run_id, "date", filename, file_row_number')}
@@ -41,10 +46,11 @@ class StateIndex:
     key: str
     damaged: dict[str, dict[str, str]] = field(default_factory=dict)  # table -> {relative path: reason}
     shadowed: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # table -> {relative path: [rows]}
+    lacking: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # table -> {relative path: [columns]}
 
     def to_json(self) -> bytes:
         return json.dumps({"version": INDEX_VERSION, "key": self.key, "damaged": self.damaged,
-                           "shadowed": self.shadowed}, sort_keys=True).encode()
+                           "shadowed": self.shadowed, "lacking": self.lacking}, sort_keys=True).encode()
 
     @classmethod
     def from_json(cls, data: bytes, key: str) -> StateIndex | None:
@@ -56,9 +62,11 @@ class StateIndex:
             damaged = {str(t): {str(p): str(r) for p, r in files.items()} for t, files in raw["damaged"].items()}
             shadowed = {str(t): {str(p): [int(r) for r in rows] for p, rows in files.items()}
                         for t, files in raw["shadowed"].items()}
+            lacking = {str(t): {str(p): [str(c) for c in columns] for p, columns in files.items()}
+                       for t, files in raw["lacking"].items()}
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
-        return cls(key=key, damaged=damaged, shadowed=shadowed)
+        return cls(key=key, damaged=damaged, shadowed=shadowed, lacking=lacking)
 
 
 def files_on_disk(wh: Warehouse) -> dict[str, dict[str, str]]:
@@ -70,11 +78,15 @@ def files_on_disk(wh: Warehouse) -> dict[str, dict[str, str]]:
         except FileNotFoundError:
             infos = {}
         found[table] = {
-            wh.strip(path)[len(wh.root) + 1 :]: f"{info.get('size')}:{info.get('ETag') or info.get('mtime')}"
-            for path, info in infos.items()
+            wh.strip(path)[len(wh.root) + 1 :]: _stamp(info) for path, info in infos.items()
             if info.get("type", "file") == "file"
         }
     return found
+
+
+def _stamp(info: dict) -> str:
+    """What changes when a file is rewritten: its size and its modification time (locally) or ETag (S3)."""
+    return f"{info.get('size')}:{info.get('ETag') or info.get('mtime')}"
 
 
 def state_key(files: dict[str, list[str]], on_disk: dict[str, dict[str, str]]) -> str:
@@ -109,24 +121,25 @@ def shadowed_rows(con: duckdb.DuckDBPyConnection, wh: Warehouse, table: str, pat
     return shadowed
 
 
-def _index_path(wh: Warehouse, key: str) -> str:
-    return wh.path(f"{INDEX_DIR}/state-{key}.json")
+def _index_path(wh: Warehouse, kind: str, key: str) -> str:
+    return wh.path(f"{INDEX_DIR}/{kind}-{key}.json")
 
 
 def _read(wh: Warehouse, key: str) -> StateIndex | None:
     try:
-        return StateIndex.from_json(wh.fs.cat_file(_index_path(wh, key)), key)
+        return StateIndex.from_json(wh.fs.cat_file(_index_path(wh, "state", key)), key)
     except (OSError, ValueError):  # absent, unreadable or not allowed: build it
         return None
 
 
-def _store(wh: Warehouse, index: StateIndex) -> None:
-    """Write the index (atomically) and prune old ones; a warehouse this user may not write is left as it is."""
+def _store(wh: Warehouse, kind: str, key: str, data: bytes) -> None:
+    """Write one cache entry (atomically) and prune the oldest of its kind; a read-only warehouse is left alone."""
     from warehouse.commits import write_atomically
 
     try:
-        write_atomically(wh, _index_path(wh, index.key), index.to_json())
-        stored = wh.fs.find(wh.path(INDEX_DIR), detail=True)
+        write_atomically(wh, _index_path(wh, kind, key), data)
+        stored = {path: info for path, info in wh.fs.find(wh.path(INDEX_DIR), detail=True).items()
+                  if path.rsplit("/", 1)[-1].startswith(f"{kind}-")}
         by_age = sorted(stored, key=lambda path: str(stored[path].get("LastModified") or stored[path].get("mtime")))
         for path in by_age[:-KEPT_INDEXES]:
             wh.fs.rm(path)
@@ -134,33 +147,69 @@ def _store(wh: Warehouse, index: StateIndex) -> None:
         return
 
 
-def state_index(wh: Warehouse, files: dict[str, list[str]], con: duckdb.DuckDBPyConnection) -> StateIndex:
-    """The index of the state made of `files` (table -> visible relative paths): stored, or built and stored."""
-    from warehouse.maintenance import damaged_files
+def visible_files_cached(wh: Warehouse) -> dict[str, list[str]]:
+    """The visible files of every table (as ``maintenance.visible_files``), read from the markers' cached listing.
 
+    The listing is keyed by every marker's name and stamp, so a new, rewritten or removed marker is a new key; a
+    bad marker is never cached (``visible_files`` raises its one-line error).
+    """
+    from warehouse.commits import COMMITS_DIR
+    from warehouse.maintenance import visible_files
+
+    wh.fs.invalidate_cache()
+    try:
+        markers = wh.fs.glob(wh.path(f"{COMMITS_DIR}/date=*/*.json"), detail=True)
+    except FileNotFoundError:
+        markers = {}
+    if not markers:
+        return visible_files(wh, {})
+    stamps = sorted([wh.strip(path)[len(wh.root) + 1 :], _stamp(info)] for path, info in markers.items())
+    key = hashlib.sha256(json.dumps([INDEX_VERSION, stamps]).encode()).hexdigest()[:32]
+    try:
+        raw = json.loads(wh.fs.cat_file(_index_path(wh, "markers", key)))
+        if raw.get("key") == key:
+            return {table: [str(path) for path in raw["files"].get(table, [])] for table in TABLES}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):  # absent or unreadable: read the markers
+        pass
+    files = visible_files(wh)
+    _store(wh, "markers", key, json.dumps({"key": key, "files": files}, sort_keys=True).encode())
+    return files
+
+
+def current_state(wh: Warehouse, files: dict[str, list[str]]) -> tuple[str, dict[str, dict[str, str]]]:
+    """The key of the state made of `files` (table -> visible relative paths) and the files found on disk."""
     on_disk = files_on_disk(wh)
-    key = state_key(files, on_disk)
+    return state_key(files, on_disk), on_disk
+
+
+def state_index(wh: Warehouse, files: dict[str, list[str]], con: duckdb.DuckDBPyConnection,
+                state: tuple[str, dict[str, dict[str, str]]] | None = None) -> StateIndex:
+    """The index of the state made of `files` (table -> visible relative paths): stored, or built and stored.
+
+    `state` is ``current_state(wh, files)`` when the caller has it already.
+    """
+    from warehouse.maintenance import inspect_files
+
+    key, on_disk = state or current_state(wh, files)
     index = _read(wh, key)
     if index is not None:
         return index
-    damaged = damaged_files(wh, files, con, present={t: set(paths) for t, paths in on_disk.items()})
+    damaged, lacking = inspect_files(wh, files, con, present={t: set(paths) for t, paths in on_disk.items()})
     shadowed = {table: rows for table in UNIQUE_KEYS if table not in damaged
                 if (rows := shadowed_rows(con, wh, table, files.get(table, [])))}
-    index = StateIndex(key=key, damaged=damaged, shadowed=shadowed)
+    index = StateIndex(key=key, damaged=damaged, shadowed=shadowed, lacking=lacking)
     if any(files.values()):  # an empty warehouse has nothing to remember (and a query must not create it)
-        _store(wh, index)
+        _store(wh, "state", key, index.to_json())
     return index
 
 
 def warm(wh: Warehouse) -> StateIndex:
     """Build (or read) the index of the warehouse's current state: a committing run calls it for its readers."""
-    from warehouse.maintenance import visible_files
-
     con = duckdb.connect(":memory:")
     try:
         if not wh.is_local:
             con.register_filesystem(wh.fs)
-        return state_index(wh, visible_files(wh), con)
+        return state_index(wh, visible_files_cached(wh), con)
     finally:
         con.close()
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import pandas as pd
 import pandera.errors
 import pyarrow
-import pyarrow.parquet as pq
 
 from schemas.tables import TABLE_MODELS, arrow_schema
 from warehouse.commits import (  # noqa: F401 - re-exported: landing and committing go together
@@ -17,6 +16,7 @@ from warehouse.commits import (  # noqa: F401 - re-exported: landing and committ
     commit_run,
     committed_files,
     committed_shards,
+    parquet_bytes,
     shard_file,
     write_atomically,
 )
@@ -83,9 +83,7 @@ def land(wh: Warehouse, table: str, df: pd.DataFrame, date: str, shard_key: str)
     path = shard_file(wh, table, date, shard_key)
     frame = validate(table, df)
     arrow = pyarrow.Table.from_pandas(frame, schema=arrow_schema(table), preserve_index=False)
-    buffer = pyarrow.BufferOutputStream()
-    pq.write_table(arrow.replace_schema_metadata(None), buffer, compression="zstd")
-    write_atomically(wh, path, buffer.getvalue().to_pybytes())
+    write_atomically(wh, path, parquet_bytes(table, arrow))
     return path
 
 

@@ -36,7 +36,7 @@ import pyarrow
 import pyarrow.parquet as pq
 
 from schemas.columns import TABLES, arrow_schema
-from warehouse.commits import COMMITS_DIR, committed_shards, write_atomically
+from warehouse.commits import COMMITS_DIR, committed_shards, parquet_bytes, write_atomically
 from warehouse.location import Warehouse, WarehouseError
 
 COMPACTION_PREFIX = "compaction-"
@@ -101,15 +101,12 @@ def _kind(physical: str | None, logical: str | None, converted: str | None) -> s
     return {"INT64": "int64", "DOUBLE": "double", "BOOLEAN": "bool"}.get(physical or "", f"{physical} {logical}")
 
 
-_schema = arrow_schema
-
-
 @functools.cache
 def _expected(table: str) -> dict[str, str]:
     kinds = {pyarrow.string(): "string", pyarrow.int64(): "int64", pyarrow.float64(): "double",
              pyarrow.bool_(): "bool"}
     return {f.name: kinds.get(f.type, "timestamp" if pyarrow.types.is_timestamp(f.type) else str(f.type))
-            for f in _schema(table)}
+            for f in arrow_schema(table)}
 
 
 def _schema_problem(table: str, columns: dict[str, str]) -> str | None:
@@ -140,17 +137,20 @@ def _schemas(con: duckdb.DuckDBPyConnection, urls: list[str]) -> dict[str, dict[
     return schemas
 
 
-def damaged_files(
+def inspect_files(
     wh: Warehouse, files: dict[str, list[str]], con: duckdb.DuckDBPyConnection | None = None,
     present: dict[str, set[str]] | None = None,
-) -> dict[str, dict[str, str]]:
-    """The damaged files among ``files`` (table -> relative paths): table -> {relative path: reason}.
+) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, list[str]]]]:
+    """The damaged files among ``files`` (table -> relative paths) and the sound ones that lack columns.
 
-    ``present`` (table -> relative paths that exist) saves listing the table folders again.
+    Returns (table -> {relative path: reason}, table -> {relative path: the table's columns it lacks}); a file
+    lacks columns when it was written before they were added. ``present`` (table -> relative paths that exist)
+    saves listing the table folders again.
     """
     own = con is None
     con = con or _connection(wh)
     damaged: dict[str, dict[str, str]] = {}
+    lacking: dict[str, dict[str, list[str]]] = {}
     try:
         for table, paths in files.items():
             if not paths:
@@ -171,13 +171,25 @@ def damaged_files(
                     except duckdb.Error as error:
                         damaged.setdefault(table, {})[path] = f"unreadable: {_one_line(error)}"
             for url, columns in schemas.items():
+                if url not in urls:
+                    continue
                 problem = _schema_problem(table, columns)
-                if problem and url in urls:
+                if problem:
                     damaged.setdefault(table, {})[urls[url]] = f"schema mismatch: {problem}"
+                elif missing := [name for name in _expected(table) if name not in columns]:
+                    lacking.setdefault(table, {})[urls[url]] = missing
     finally:
         if own:
             con.close()
-    return damaged
+    return damaged, lacking
+
+
+def damaged_files(
+    wh: Warehouse, files: dict[str, list[str]], con: duckdb.DuckDBPyConnection | None = None,
+    present: dict[str, set[str]] | None = None,
+) -> dict[str, dict[str, str]]:
+    """The damaged files among ``files`` (table -> relative paths): table -> {relative path: reason}."""
+    return inspect_files(wh, files, con, present)[0]
 
 
 def _connection(wh: Warehouse) -> duckdb.DuckDBPyConnection:
@@ -241,7 +253,7 @@ def check(wh: Warehouse) -> list[str]:
 
 def _read_as_table(wh: Warehouse, table: str, path: str) -> pyarrow.Table:
     """One file's rows in the table's current schema (columns added since it was written are null)."""
-    schema = _schema(table)
+    schema = arrow_schema(table)
     data = pq.read_table(wh.path(path), filesystem=wh.fs)
     columns = [data.column(f.name).cast(f.type) if f.name in data.column_names
                else pyarrow.nulls(data.num_rows, f.type) for f in schema]
@@ -284,9 +296,7 @@ def compact(wh: Warehouse, min_files: int = 2) -> list[str]:
             fields = [f.with_nullable(any(part.schema.field(f.name).nullable for part in parts))
                       for f in arrow_schema(table)]
             merged = pyarrow.concat_tables([part.cast(pyarrow.schema(fields)) for part in parts])
-            buffer = pyarrow.BufferOutputStream()
-            pq.write_table(merged, buffer, compression="zstd")
-            write_atomically(wh, wh.path(target), buffer.getvalue().to_pybytes())
+            write_atomically(wh, wh.path(target), parquet_bytes(table, merged))
             merged_files[table] = [target]
             replaces += sorted([name, path] for name, t, path in listed if t == table and path in inputs)
             done.append(f"table {table}, date {date}: {len(inputs)} files, {merged.num_rows} rows -> {target}")

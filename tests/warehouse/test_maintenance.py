@@ -223,3 +223,14 @@ def test_check_compact_and_a_damaged_file_on_s3(s3_wh):  # noqa: F811 - the impo
     with pytest.raises(QueryError, match=f"s3://{merged} \\(unreadable"):
         run_query(s3_wh, "SELECT count(*) FROM environments")
     assert check(s3_wh)[0].startswith(f"table environments: file s3://{merged} is unreadable")
+
+
+def test_compaction_writes_one_file_sorted_by_env_id(tmp_path):
+    wh = resolve_warehouse(str(tmp_path / "wh"))
+    for key, ids in (("s1", ["qp-2", "lp-9"]), ("s2", ["knapsack-5", "qp-1"]), ("s3", ["lp-1"])):
+        commit_run(wh, f"run-{key}", DATE, {"environments": [land(wh, "environments", environments_frame(ids), DATE,
+                                                                        key)]}, {})
+    compact(wh)
+    (merged,) = visible_files(wh)["environments"]
+    assert pq.read_table(wh.path(merged), columns=["env_id"]).column("env_id").to_pylist() == \
+        ["knapsack-5", "lp-1", "lp-9", "qp-1", "qp-2"]
