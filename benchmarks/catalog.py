@@ -63,7 +63,8 @@ def synthetic_rows(n: int, seed: int, run_id: str) -> pd.DataFrame:
         "tool_count": rng.integers(10, 18, n), "turn_budget": rng.integers(20, 80, n), "u_star": u_star,
         "u0": u_star * rng.uniform(0.2, 0.9, n), "u_idle": 0.0, "online_u": None, "online_score": None,
         "attempts": rng.integers(1, 4, n), "llm_cost_usd": llm, "compute_seconds": rng.uniform(0.001, 0.05, n),
-        "cost_usd": llm + 1e-6, "params_hash": "0" * 16, "spec_json": '{"family": "x"}', "shard_key": "bench",
+        "cost_usd": llm + 1e-6, "params_hash": "0" * 16, "tool_interface": "0" * 32,
+        "story": "A story.", "spec_json": '{"family": "x"}', "shard_key": "bench",
         "run_id": run_id, "created_at": now,
     })
 

@@ -13,6 +13,8 @@ from matplotlib.figure import Figure  # noqa: E402
 matplotlib.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False,
                             "axes.spines.right": False, "svg.hashsalt": "vhdplay"})
 _WIDE = (8.0, 3.2)
+MAX_BARS = 45  # more x positions than this are drawn as bands, not bars
+MAX_TICKS = 15
 
 
 def _svg(figure: Figure) -> str:
@@ -45,10 +47,16 @@ def bars(rows: list[dict], label: str, value: str, title: str, horizontal: bool 
         axes.barh(labels[::-1], values[::-1], color="#3b7dd8")
         axes.set_xlabel(value)
     else:
-        axes.bar(labels, values, color="#3b7dd8")
+        axes.bar(range(len(labels)), values, color="#3b7dd8", width=0.8 if len(labels) <= MAX_BARS else 1.0)
         axes.set_ylabel(value)
-        axes.tick_params(axis="x", labelrotation=30)
+        _night_ticks(axes, labels)
     return _svg(figure)
+
+
+def _night_ticks(axes, labels: list[str]) -> None:
+    """At most MAX_TICKS labels along x, evenly spaced (a year of nights stays readable)."""
+    step = max(1, -(-len(labels) // MAX_TICKS))
+    axes.set_xticks(range(0, len(labels), step), labels[::step], rotation=30, ha="right")
 
 
 def per_night(nights: list[dict], per_family: list[dict]) -> str:
@@ -63,15 +71,21 @@ def per_night(nights: list[dict], per_family: list[dict]) -> str:
     counts: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(labels))
     for row in per_family:
         counts[row["family"]][position[str(row["night"])]] = _number(row["environments"])
-    bottom = [0.0] * len(labels)
     colors = matplotlib.colormaps["tab20"]
-    for i, (family, values) in enumerate(sorted(counts.items())):
-        axes.bar(range(len(labels)), values, bottom=bottom, label=family, color=colors(i % 20))
-        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
-    axes.set_xticks(range(len(labels)), labels, rotation=30)
+    families = sorted(counts.items())
+    if len(labels) <= MAX_BARS:
+        bottom = [0.0] * len(labels)
+        for i, (family, values) in enumerate(families):
+            axes.bar(range(len(labels)), values, bottom=bottom, label=family, color=colors(i % 20))
+            bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    else:  # months of nights: one stacked band per family instead of a bar per family and night
+        axes.stackplot(range(len(labels)), *[values for _, values in families], labels=[f for f, _ in families],
+                       colors=[colors(i % 20) for i in range(len(families))], step="mid")
+    _night_ticks(axes, labels)
     axes.set_ylabel("environments")
     total = axes.twinx()
-    total.plot(range(len(labels)), [_number(row["cumulative"]) for row in nights], color="black", marker="o")
+    total.plot(range(len(labels)), [_number(row["cumulative"]) for row in nights], color="black",
+               marker="o" if len(labels) <= MAX_BARS else None)
     total.set_ylabel("cumulative")
     total.set_ylim(bottom=0)
     axes.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.08, 1.0), frameon=False)

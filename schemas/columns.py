@@ -47,6 +47,8 @@ ENVIRONMENTS = _schema(
     ("compute_seconds", FLOAT64),
     ("cost_usd", FLOAT64, NULLABLE),
     ("params_hash", STRING),
+    ("tool_interface", STRING),  # md5 of the sorted tool names (schemas.envspec.tool_interface_of)
+    ("story", STRING),  # the written prompt's first paragraph (schemas.envspec.story_of)
     ("spec_json", STRING),
     ("shard_key", STRING),
     ("run_id", STRING),

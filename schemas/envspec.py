@@ -68,6 +68,27 @@ class ToolSpec(BaseModel):
     argument_map: dict[str, str] = Field(default_factory=dict)  # tool argument -> operation argument
 
 
+def tool_interface_of(names: list[str]) -> str:
+    """md5 of the sorted tool names joined by commas: two environments with it equal offer the same tools."""
+    return hashlib.md5(",".join(sorted(names)).encode()).hexdigest()
+
+
+def story_of(written_prompt: str) -> str:
+    """The first paragraph of a written prompt: the environment's narrative."""
+    return written_prompt.split("\n\n", 1)[0]
+
+
+def derived_from_spec_json(spec_json: str) -> tuple[str | None, str | None]:
+    """(tool_interface, story) of a stored spec, or None for what it does not hold (the catalog's SQL agrees)."""
+    try:
+        rendering = json.loads(spec_json).get("rendering") or {}
+        names = [tool["name"] for tool in rendering.get("tools", [])]
+        prompt = rendering.get("written_prompt")
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None, None
+    return (tool_interface_of(names) if names else None), (story_of(prompt) if isinstance(prompt, str) else None)
+
+
 class Entity(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
@@ -86,6 +107,14 @@ class Rendering(BaseModel):
     instructions: dict[Mode, str]
     written_prompt: str
     tools: list[ToolSpec]
+
+    def tool_interface(self) -> str:
+        """What an agent sees of the tools, as one hash (see ``tool_interface_of``)."""
+        return tool_interface_of([tool.name for tool in self.tools])
+
+    def story(self) -> str:
+        """The narrative of the written prompt (see ``story_of``)."""
+        return story_of(self.written_prompt)
 
 
 class Reference(BaseModel):

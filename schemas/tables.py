@@ -48,6 +48,10 @@ class EnvironmentsModel(pa.DataFrameModel):
     compute_seconds: Series[float] = pa.Field(ge=0)
     cost_usd: Series[float] = pa.Field(nullable=True, ge=0)
     params_hash: Series[str]
+    # derived from spec_json when landed, so reports need not parse it (files written before these columns
+    # existed get them from spec_json: the catalog's views derive them, compaction writes them)
+    tool_interface: Series[str] = pa.Field(str_length={"min_value": 32, "max_value": 32})
+    story: Series[str]
     spec_json: Series[str]
     shard_key: Series[str]
     run_id: Series[str]

@@ -60,7 +60,9 @@ def environment_rows(result: ShardResult, run_id: str, now: dt.datetime) -> pd.D
             "attempts": env.attempts, "llm_cost_usd": llm_cost,
             "compute_seconds": env.compute_seconds,
             "cost_usd": None if llm_cost is None else llm_cost + compute_cost,
-            "params_hash": hashlib.sha256(params_blob).hexdigest()[:16], "spec_json": spec.canonical_json(),
+            "params_hash": hashlib.sha256(params_blob).hexdigest()[:16],
+            "tool_interface": spec.rendering.tool_interface(), "story": spec.rendering.story(),
+            "spec_json": spec.canonical_json(),
             "shard_key": result.shard.key, "run_id": run_id, "created_at": now,
         })
     return pd.DataFrame(rows)

@@ -20,6 +20,17 @@ _DUCKDB_TYPES = {
     pyarrow.bool_(): "BOOLEAN",
     pyarrow.timestamp("ns", tz="UTC"): "TIMESTAMPTZ",
 }
+# Columns added to a table after files were written, derived by the views from those files' older columns (the
+# same derivation as schemas.envspec.derived_from_spec_json, which landing and compaction write).
+_TOOL_NAMES = "list_sort(json_extract_string(spec_json, '$.rendering.tools[*].name'))"
+_DERIVED: dict[str, dict[str, str]] = {
+    "environments": {
+        "tool_interface": f"CASE WHEN json_valid(spec_json) THEN md5(nullif(array_to_string({_TOOL_NAMES}, ','), '')) "
+                          "END",
+        "story": "CASE WHEN json_valid(spec_json) THEN split_part(json_extract_string(spec_json, "
+                 "'$.rendering.written_prompt'), chr(10) || chr(10), 1) END",
+    },
+}
 _EXPLAIN = re.compile(r"^\s*explain(\s+analyze)?\s+(.*)$", re.IGNORECASE | re.DOTALL)
 
 
@@ -60,6 +71,18 @@ def _quoted(name: str) -> str:
     return f'"{name}"'
 
 
+def _column_source(table: str, name: str, paths: list[str], lacking: dict[str, list[str]]) -> str:
+    """How a view reads one column from files: as it is, derived from older columns, or null.
+
+    ``lacking`` names the columns each file was written without; a file absent from it has them all.
+    """
+    lacked_by = [path for path in paths if name in lacking.get(path, ())]
+    if not lacked_by:
+        return _quoted(name)
+    derived = _DERIVED.get(table, {}).get(name, "NULL")
+    return derived if len(lacked_by) == len(paths) else f"coalesce({_quoted(name)}, {derived})"
+
+
 def _typed_nulls(table: str) -> str:
     return ", ".join(f'CAST(NULL AS {kind}) AS "{name}"' for name, kind in _columns(table))
 
@@ -84,8 +107,7 @@ def _view_sql(wh: Warehouse, table: str, files: list[str], damaged: dict[str, st
         paths = [path for path in files if (path in lacking) == (group == "lacking") and (path in shadowed) == rows]
         if not paths:
             continue
-        absent = set.intersection(*(set(lacking[path]) for path in paths)) if group == "lacking" else set()
-        select = ", ".join(f'CAST({"NULL" if name in absent else _quoted(name)} AS {kind}) AS {_quoted(name)}'
+        select = ", ".join(f"CAST({_column_source(table, name, paths, lacking)} AS {kind}) AS {_quoted(name)}"
                            for name, kind in _columns(table))
         source = _read_parquet(wh, paths, row_ids=rows, mixed=group == "lacking")
         if rows:

@@ -251,12 +251,24 @@ def check(wh: Warehouse) -> list[str]:
     return problems
 
 
+def _derivable(table: str, data: pyarrow.Table) -> dict[str, pyarrow.Array]:
+    """The columns added since `data` was written that its older columns give (the catalog's views agree)."""
+    if table != "environments" or "spec_json" not in data.column_names:
+        return {}
+    from schemas.envspec import derived_from_spec_json
+
+    pairs = [derived_from_spec_json(text) for text in data.column("spec_json").to_pylist()]
+    return {"tool_interface": pyarrow.array([pair[0] for pair in pairs], pyarrow.string()),
+            "story": pyarrow.array([pair[1] for pair in pairs], pyarrow.string())}
+
+
 def _read_as_table(wh: Warehouse, table: str, path: str) -> pyarrow.Table:
-    """One file's rows in the table's current schema (columns added since it was written are null)."""
+    """One file's rows in the table's current schema (columns added since it was written are derived, or null)."""
     schema = arrow_schema(table)
     data = pq.read_table(wh.path(path), filesystem=wh.fs)
+    derived = _derivable(table, data) if any(f.name not in data.column_names for f in schema) else {}
     columns = [data.column(f.name).cast(f.type) if f.name in data.column_names
-               else pyarrow.nulls(data.num_rows, f.type) for f in schema]
+               else derived.get(f.name, pyarrow.nulls(data.num_rows, f.type)) for f in schema]
     # a column added after the file was written is null there, even where the table's model requires a value
     fields = [f.with_nullable(f.nullable or column.null_count > 0) for f, column in zip(schema, columns, strict=True)]
     return pyarrow.Table.from_arrays(columns, schema=pyarrow.schema(fields))

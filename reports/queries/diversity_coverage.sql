@@ -4,8 +4,7 @@ SELECT family, count(*) AS environments, min(size) AS min_size, max(size) AS max
        max(horizon) AS max_horizon, count(DISTINCT (size, horizon)) AS size_horizon_cells,
        count(DISTINCT params_hash) AS distinct_instances, count(DISTINCT domain) AS domains,
        count(DISTINCT passage_id) AS passages, count(DISTINCT title) AS distinct_titles,
-       count(DISTINCT md5(CAST(list_sort(json_extract_string(spec_json, '$.rendering.tools[*].name')) AS VARCHAR)))
-           AS distinct_tool_interfaces
+       count(DISTINCT tool_interface) AS distinct_tool_interfaces
 FROM environments
 GROUP BY family
 ORDER BY family

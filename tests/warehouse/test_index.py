@@ -93,3 +93,37 @@ def test_files_lacking_different_columns_read_together(tmp_path):
     assert rows == [{"env_id": "a1", "family_group": None, "online_u": None},
                     {"env_id": "b1", "family_group": "trained", "online_u": None},
                     {"env_id": "f1", "family_group": "trained", "online_u": 1.0}]
+
+
+def test_columns_derived_for_older_files_equal_the_landed_ones_and_compaction_writes_them(tmp_path):
+    from tests.support import make_spec
+    from warehouse.maintenance import compact, visible_files
+
+    wh = resolve_warehouse(str(tmp_path / "wh"))
+    specs = [make_spec(family, i) for i, family in enumerate(["knapsack", "routing", "lp", "qp", "negotiation"])]
+
+    def frame(chosen):
+        return environments_frame([s.env_id for s in chosen]).assign(
+            spec_json=[s.canonical_json() for s in chosen],
+            tool_interface=[s.rendering.tool_interface() for s in chosen],
+            story=[s.rendering.story() for s in chosen])
+
+    landed = land(wh, "environments", frame(specs[:2]), DATE, "new")
+    old = wh.path(f"environments/date={DATE}/part-old.parquet")
+    schema = pyarrow.schema([f for f in arrow_schema("environments") if f.name not in ("tool_interface", "story")])
+    older = frame(specs[2:]).drop(columns=["tool_interface", "story"])
+    older.loc[len(older)] = {**older.iloc[0].to_dict(), "env_id": "qp-broken", "spec_json": "not json"}
+    pq.write_table(pyarrow.Table.from_pandas(older, schema=schema, preserve_index=False), old)
+    commit_run(wh, "run-new", DATE, {"environments": [landed]}, {})
+    commit_run(wh, "run-old", DATE, {"environments": [old]}, {})
+
+    expected = sorted([{"env_id": s.env_id, "tool_interface": s.rendering.tool_interface(),
+                        "story": s.rendering.story()} for s in specs]
+                      + [{"env_id": "qp-broken", "tool_interface": None, "story": None}], key=lambda r: r["env_id"])
+    sql = "SELECT env_id, tool_interface, story FROM environments ORDER BY env_id"
+    assert run_query(wh, sql).to_pylist() == expected
+    assert len({r["tool_interface"] for r in expected if r["tool_interface"]}) == 5
+    assert compact(wh)
+    (merged,) = visible_files(wh)["environments"]
+    assert "tool_interface" in pq.read_schema(wh.path(merged)).names
+    assert run_query(wh, sql).to_pylist() == expected  # written by compaction in Python, read as they are

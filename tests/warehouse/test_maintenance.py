@@ -158,8 +158,8 @@ def test_check_finds_duplicate_keys_across_files(tmp_path):
 
 
 def _old_environments_file(wh, env_ids: list[str]) -> str:
-    """An environments file as written before family_group, online_u and online_score existed."""
-    added = {"family_group", "online_u", "online_score"}
+    """An environments file as written before family_group, online_u, online_score, tool_interface and story."""
+    added = {"family_group", "online_u", "online_score", "tool_interface", "story"}
     schema = pyarrow.schema([f for f in arrow_schema("environments") if f.name not in added])
     frame = environments_frame(env_ids).drop(columns=sorted(added))
     path = wh.path(f"environments/date={DATE}/part-old.parquet")
