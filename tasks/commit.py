@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 
 import pandas as pd
 from prefect import task
@@ -14,6 +15,8 @@ from tasks.land import LandedShard, sum_cost
 from tasks.progress import HUB
 from warehouse.landing import commit_run, committed_shards, land
 from warehouse.location import resolve_warehouse
+
+TRIES_WAIT_SECONDS = 15.0
 
 
 def shard_failure(shard_key: str, stages: list[tuple[str, object]]) -> str:
@@ -27,12 +30,25 @@ def shard_failure(shard_key: str, stages: list[tuple[str, object]]) -> str:
     return f"{shard_key}: {stages[-1][0]} ended {stages[-1][1].state.name}: {stages[-1][1].state.message}"
 
 
-def _tries(future) -> str:
+def _tries(future, wait_seconds: float = TRIES_WAIT_SECONDS) -> str:
+    """' after N tries', as the API counts them, or '' when it cannot tell.
+
+    Task-run states reach the API as events, a moment after the task ends here: the count is read once the API
+    has the run's final state, so that a retry still in flight is not missed.
+    """
     try:
         from prefect.client.orchestration import get_client
 
+        deadline = time.monotonic() + wait_seconds
         with get_client(sync_client=True) as client:
-            runs = client.read_task_run(future.task_run_id).run_count
+            while True:
+                run = client.read_task_run(future.task_run_id)
+                if (run.state is not None and run.state.is_final()) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+        if run.state is None or not run.state.is_final():
+            return ""
+        runs = run.run_count
     except Exception:  # noqa: BLE001 - the count is a detail of the message, never a reason to lose the failure
         return ""
     return f" after {runs} tr{'y' if runs == 1 else 'ies'}"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 
 import duckdb
 import pyarrow
@@ -184,6 +186,7 @@ class _StateCatalog:
         self.wh, self.files, self.con, self.index = wh, files, con, index
         self.views: set[str] = set()
         self.lock = threading.Lock()
+        self.users, self.retired = 0, False
         for table, shadowed in index.shadowed.items():
             _create_shadow_table(con, wh, table, shadowed)
         # the state's key holds every visible file's size and stamp (ETag on S3): within one state the files are
@@ -191,16 +194,32 @@ class _StateCatalog:
         con.execute("SET validate_external_file_cache = 'NO_VALIDATION'")
         _lock_down(con, wh)
 
-    def cursor(self, tables: set[str]) -> duckdb.DuckDBPyConnection:
+    @contextlib.contextmanager
+    def cursor(self, tables: set[str]) -> Iterator[duckdb.DuckDBPyConnection]:
         """A connection to the shared database with the views of `tables` (the tables a query names) made."""
         with self.lock:
+            if self.retired:
+                raise _Vanished()  # a newer state replaced this one between the lookup and now: look again
             for table in sorted(tables - self.views):
                 _create_view(self.con, self.wh, table, self.files[table], self.index)
                 self.views.add(table)
-            return self.con.cursor()
+            cursor = self.con.cursor()
+            self.users += 1
+        try:
+            yield cursor
+        finally:
+            cursor.close()
+            with self.lock:
+                self.users -= 1
+                if self.retired and not self.users:
+                    self.con.close()
 
-    def close(self) -> None:
-        self.con.close()
+    def retire(self) -> None:
+        """Close the database once no query uses it (a query still running on it finishes first)."""
+        with self.lock:
+            self.retired = True
+            if not self.users:
+                self.con.close()
 
 
 _STATES: OrderedDict[tuple[str, str], _StateCatalog] = OrderedDict()
@@ -226,7 +245,7 @@ def _state_catalog(wh: Warehouse) -> _StateCatalog:
             raise
         _STATES[key] = catalog
         while len(_STATES) > _KEPT_STATES:
-            _STATES.popitem(last=False)[1].close()
+            _STATES.popitem(last=False)[1].retire()
         return catalog
 
 
@@ -268,14 +287,20 @@ def _lock_down(con: duckdb.DuckDBPyConnection, wh: Warehouse) -> None:
 def run_query(wh: Warehouse, sql: str) -> pyarrow.Table:
     """Run a read-only SQL query over the warehouse views and return its result as an Arrow table.
 
-    A file that vanishes while the query runs (a compaction replaced and deleted it after the views were made)
-    makes the query run once more over the markers as they are then.
+    A file that vanishes while the query runs (a compaction replaced and deleted it after the views were made),
+    or a state that a newer one replaced while the query waited, makes the query run again over the markers as
+    they are then.
     """
     check_read_only(sql)
-    try:
-        return _run_once(wh, sql, retry=True)
-    except _Vanished:  # the new views see the compacted file, or name the missing one
-        return _run_once(wh, sql, retry=False)
+    for attempt in range(_TRIES):
+        try:
+            return _run_once(wh, sql, retry=attempt < _TRIES - 1)
+        except _Vanished:  # the new views see the compacted file, or name the missing one
+            continue
+    raise QueryError("the warehouse kept changing while the query ran (compactions or commits); run it again")
+
+
+_TRIES = 3
 
 
 class _Vanished(Exception):
@@ -283,12 +308,12 @@ class _Vanished(Exception):
 
 
 def _run_once(wh: Warehouse, sql: str, retry: bool) -> pyarrow.Table:
-    con = _state_catalog(wh).cursor(_referenced_tables(sql))
     try:
-        relation = con.sql(sql)
-        if relation is None:
-            raise QueryError("query returned no result; give a SELECT statement")
-        return relation.to_arrow_table()
+        with _state_catalog(wh).cursor(_referenced_tables(sql)) as con:
+            relation = con.sql(sql)
+            if relation is None:
+                raise QueryError("query returned no result; give a SELECT statement")
+            return relation.to_arrow_table()
     except duckdb.PermissionException as error:
         target = _one_line(error).split(" - ")[0].removeprefix("Permission Error: ").removeprefix("Cannot access ")
         raise QueryError(
@@ -301,5 +326,3 @@ def _run_once(wh: Warehouse, sql: str, retry: bool) -> pyarrow.Table:
         raise QueryError(_one_line(error)) from None
     except duckdb.Error as error:
         raise QueryError(_one_line(error)) from None
-    finally:
-        con.close()

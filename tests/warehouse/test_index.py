@@ -127,3 +127,20 @@ def test_columns_derived_for_older_files_equal_the_landed_ones_and_compaction_wr
     (merged,) = visible_files(wh)["environments"]
     assert "tool_interface" in pq.read_schema(wh.path(merged)).names
     assert run_query(wh, sql).to_pylist() == expected  # written by compaction in Python, read as they are
+
+
+def test_a_query_in_flight_survives_newer_states_and_the_old_database_closes_after_it(wh):
+    import duckdb
+
+    from warehouse import catalog
+
+    old = catalog._state_catalog(wh)
+    with old.cursor({"environments"}) as con:
+        for key in ("c", "d", "e"):  # each commit is a new state; only the newest two are kept
+            path = land(wh, "environments", environments_frame([f"e-{key}"], f"run-{key}"), DATE, key)
+            commit_run(wh, f"run-{key}", DATE, {"environments": [path]}, {})
+            assert run_query(wh, COUNT).to_pylist()[0]["n"] == {"c": 4, "d": 5, "e": 6}[key]
+        assert old.retired
+        assert con.execute("SELECT count(*) FROM environments").fetchall() == [(3,)]  # its own state, still open
+    with pytest.raises(duckdb.Error):
+        old.con.execute("SELECT 1")  # closed once its last query finished
