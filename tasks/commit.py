@@ -41,13 +41,12 @@ def _tries(future, wait_seconds: float = TRIES_WAIT_SECONDS) -> str:
 
         deadline = time.monotonic() + wait_seconds
         with get_client(sync_client=True) as client:
-            while True:
-                run = client.read_task_run(future.task_run_id)
-                if (run.state is not None and run.state.is_final()) or time.monotonic() > deadline:
-                    break
+            run = client.read_task_run(future.task_run_id)
+            while run.state is None or not run.state.is_final():
+                if time.monotonic() > deadline:
+                    return ""
                 time.sleep(0.2)
-        if run.state is None or not run.state.is_final():
-            return ""
+                run = client.read_task_run(future.task_run_id)
         runs = run.run_count
     except Exception:  # noqa: BLE001 - the count is a detail of the message, never a reason to lose the failure
         return ""

@@ -105,19 +105,24 @@ def _view_sql(wh: Warehouse, table: str, files: list[str], damaged: dict[str, st
         return f"SELECT {_typed_nulls(table)} WHERE false"
     shadowed, lacking = shadowed or {}, lacking or {}
     parts = []
-    for group, rows in (("full", False), ("lacking", False), ("full", True), ("lacking", True)):
-        paths = [path for path in files if (path in lacking) == (group == "lacking") and (path in shadowed) == rows]
-        if not paths:
-            continue
-        select = ", ".join(f"CAST({_column_source(table, name, paths, lacking)} AS {kind}) AS {_quoted(name)}"
-                           for name, kind in _columns(table))
-        source = _read_parquet(wh, paths, row_ids=rows, mixed=group == "lacking")
-        if rows:
-            parts.append(f'SELECT {select} FROM {source} AS r ANTI JOIN "{_shadow_table(table)}" AS s '
-                         "ON r.filename = s.filename AND r.file_row_number = s.file_row_number")
-        else:
-            parts.append(f"SELECT {select} FROM {source}")
+    for rows in (False, True):
+        for lacks in (False, True):
+            paths = [path for path in files if (path in shadowed) == rows and (path in lacking) == lacks]
+            if paths:
+                parts.append(_files_sql(wh, table, paths, rows, lacks, lacking))
     return " UNION ALL ".join(parts)
+
+
+def _files_sql(wh: Warehouse, table: str, paths: list[str], rows: bool, lacks: bool,
+               lacking: dict[str, list[str]]) -> str:
+    """One group of a view's files: the same read options, and an anti-join on shadowed rows when `rows`."""
+    select = ", ".join(f"CAST({_column_source(table, name, paths, lacking)} AS {kind}) AS {_quoted(name)}"
+                       for name, kind in _columns(table))
+    source = _read_parquet(wh, paths, row_ids=rows, mixed=lacks)
+    if not rows:
+        return f"SELECT {select} FROM {source}"
+    return (f'SELECT {select} FROM {source} AS r ANTI JOIN "{_shadow_table(table)}" AS s '
+            "ON r.filename = s.filename AND r.file_row_number = s.file_row_number")
 
 
 def _create_shadow_table(con: duckdb.DuckDBPyConnection, wh: Warehouse, table: str,
