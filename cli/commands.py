@@ -13,7 +13,7 @@ def is_user_error(error: BaseException) -> bool:
     from cli.main import CliError
     from envs.catalog import UnknownEnvironment
     from mechanisms.registry import UnknownFamilyError
-    from tasks.plan import PlanError
+    from schemas.shard import PlanError
     from warehouse.catalog import QueryError
     from warehouse.location import WarehouseError
 
@@ -21,25 +21,91 @@ def is_user_error(error: BaseException) -> bool:
                               UnknownEnvironment))
 
 
-def _warehouse(args):
-    from warehouse.location import resolve_warehouse
+_CHECKED: dict[tuple, object] = {}  # (location, read, write) -> the warehouse that passed those checks
 
-    return resolve_warehouse(args.warehouse)
+
+def _warehouse(args, read: bool = True, write: bool = False):
+    """The warehouse of --warehouse / $VHD_WAREHOUSE / ./vhd_warehouse, checked before any work starts (one line
+    when it is missing, unreadable or not writable: warehouse.preflight); a check already passed is not repeated."""
+    import os
+
+    from warehouse.location import ENV_LOCATION, resolve_warehouse
+    from warehouse.preflight import check_readable, check_writable
+
+    key = (args.warehouse, os.environ.get(ENV_LOCATION), os.getcwd(), read, write)
+    if key not in _CHECKED:
+        wh = resolve_warehouse(args.warehouse)
+        if read:
+            check_readable(wh)
+        if write:
+            check_writable(wh)
+        _CHECKED[key] = wh
+    return _CHECKED[key]
+
+
+def preflight(args) -> str | None:
+    """Check the input of a command that runs Prefect flows before a Prefect server is started or reused (cli.main
+    calls it first; nothing here imports Prefect): None when the input is fine, else the one-line refusal."""
+    check = {"generate": _preflight_generate, "eval": _preflight_eval, "serve": _preflight_serve}.get(args.command)
+    try:
+        if check is not None:
+            check(args)
+    except Exception as error:  # noqa: BLE001 - only input errors become a line; a bug still raises
+        if not is_user_error(error):
+            raise
+        return str(error)
+    return None
+
+
+def _preflight_generate(args) -> None:
+    import mechanisms
+    from schemas.shard import check_count, check_families, check_split, parse_date
+    from setter import make_setter
+
+    check_count(args.count)  # before anything else: a count of 10**15 must not be planned
+    if args.plan_name is None:
+        check_split(args.split)
+        if check_families(args.families) is not None:
+            mechanisms.resolve_families(args.families)
+    parse_date(args.date)
+    if args.shard_size <= 0:
+        raise ValueError(f"--shard-size must be positive, got {args.shard_size}")
+    make_setter(args.setter, args.model, args.fallback_model)  # a bad setter or a missing model
+    if args.max_cost_usd is not None and not args.max_cost_usd > 0:
+        raise ValueError(f"--max-cost-usd must be positive, got {args.max_cost_usd}")
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
+    _warehouse(args, read=False, write=True)
+
+
+def _preflight_eval(args) -> None:
+    from cli.evaluate import check_eval_args
+
+    check_eval_args(args)
+    _warehouse(args, write=True)
+
+
+def _preflight_serve(args) -> None:
+    import mechanisms
+    from schemas.shard import check_count, check_families
+
+    check_count(args.count)
+    if check_families(args.families) is not None:
+        mechanisms.resolve_families(args.families)
+    if args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
+    _warehouse(args, read=False, write=True)
 
 
 def cmd_generate(args) -> int:
     from setter import make_setter
     from tasks.plan import plan_shards, plan_total
 
+    wh = _warehouse(args, read=False, write=True)  # checked with the rest of the input by preflight(), before Prefect
     shards = plan_shards(args.date, args.count, args.families, args.split, args.setter, args.model, args.shard_size,
                          args.plan_name, args.fallback_model)
     total = plan_total(args.plan_name, args.count)
     make_setter(args.setter, args.model, args.fallback_model)  # fails fast on a bad setter or missing model
-    if args.max_cost_usd is not None and not args.max_cost_usd > 0:
-        raise ValueError(f"--max-cost-usd must be positive, got {args.max_cost_usd}")
-    wh = _warehouse(args)
-    if args.workers is not None and args.workers < 1:
-        raise ValueError(f"--workers must be at least 1, got {args.workers}")
     from flows.runners import check_runner
 
     check_runner(args.runner, args.dask_address, args.max_cost_usd)  # before the bar: a one-line error
@@ -199,6 +265,9 @@ def cmd_report(args) -> int:
     wh = _warehouse(args)
     if args.kind is None:
         from reports.command import write_full_report
+        from warehouse.preflight import check_output_file
+
+        check_output_file(args.out)  # before the report is built
 
         return write_full_report(wh, args.since, args.out)
     if args.since:
@@ -217,7 +286,7 @@ def cmd_report(args) -> int:
 def cmd_warehouse(args) -> int:
     from warehouse.maintenance import check, compact
 
-    wh = _warehouse(args)
+    wh = _warehouse(args, write=args.action == "compact")
     if args.action == "compact":
         merged = compact(wh)
         for line in merged:
@@ -234,7 +303,7 @@ def cmd_warehouse(args) -> int:
 def cmd_eval(args) -> int:
     from cli.evaluate import cmd_eval as run
 
-    return run(args, _warehouse(args))
+    return run(args, _warehouse(args, write=True))
 
 
 def cmd_serve_envs(args) -> int:
@@ -268,9 +337,7 @@ def cmd_serve(args) -> int:
 
     plan_shards(None, args.count, args.families)  # a bad count or family is refused now, not at 02:00
     make_setter(args.setter, args.model)
-    if args.workers < 1:
-        raise ValueError(f"--workers must be at least 1, got {args.workers}")
-    wh = _warehouse(args)
+    wh = _warehouse(args, read=False, write=True)
     serve_nightly(name=args.name, cron=args.cron, timezone=args.timezone, count=args.count,
                   families=args.families, warehouse=wh.url, setter=args.setter, model=args.model,
                   workers=args.workers)

@@ -17,17 +17,39 @@ def parse_modes(text: str) -> list[str]:
     return list(dict.fromkeys(modes))
 
 
+def check_eval_args(args) -> None:
+    """ValueError with one line for options that cannot work together or are out of range (no Prefect, no model:
+    run before anything starts)."""
+    from envs.catalog import check_predicate
+
+    parse_modes(args.mode)
+    if args.max_turns is not None and args.max_turns < 1:
+        raise ValueError(f"--max-turns must be at least 1, got {args.max_turns}")
+    if args.max_tokens < 1:
+        raise ValueError(f"--max-tokens must be at least 1, got {args.max_tokens}")
+    if args.agent != "litellm":
+        if args.model:
+            raise ValueError(f"--model is for --agent litellm; the {args.agent} baseline plays without a model")
+        if args.max_turns is not None:
+            raise ValueError(f"--max-turns is for --agent litellm; the {args.agent} baseline plays the environment's "
+                             "whole turn budget")
+    elif not args.model:
+        raise ValueError("--agent litellm needs --model, e.g. openai/gpt-4o-mini (or openai/gemma-3-270m with "
+                         "--api-base for the local model)")
+    check_predicate(args.where)
+    if args.limit is not None and args.limit < 1:
+        raise ValueError(f"--limit must be at least 1, got {args.limit}")
+    if args.concurrency < 1:
+        raise ValueError(f"--concurrency must be at least 1, got {args.concurrency}")
+
+
 def agent_config(args) -> dict | None:
     """The litellm agent's settings, or None for a baseline (a baseline with --model is refused)."""
     from evaluation.llm_agent import AgentConfig
 
+    check_eval_args(args)
     if args.agent != "litellm":
-        if args.model:
-            raise ValueError(f"--model is for --agent litellm; the {args.agent} baseline plays without a model")
         return None
-    if not args.model:
-        raise ValueError("--agent litellm needs --model, e.g. openai/gpt-4o-mini (or openai/gemma-3-270m with "
-                         "--api-base for the local model)")
     options = {"api_base": args.api_base, "api_key": "local"} if args.api_base else {}
     config = AgentConfig(model=args.model, max_turns=args.max_turns, max_tokens=args.max_tokens,
                          tool_calls=args.tool_calls, options=options)  # validates the limits
@@ -36,16 +58,12 @@ def agent_config(args) -> dict | None:
 
 
 def cmd_eval(args, wh) -> int:
-    from envs.catalog import check_predicate
     from evaluation.reports import run_summary_sql
     from flows.evaluate import run_evaluate
     from warehouse.catalog import run_query
 
     modes = parse_modes(args.mode)
-    config = agent_config(args)
-    check_predicate(args.where)  # one line before the flow starts
-    if args.limit is not None and args.limit < 1:
-        raise ValueError(f"--limit must be at least 1, got {args.limit}")
+    config = agent_config(args)  # checks every option (check_eval_args) before the flow starts
     summary = run_evaluate(concurrency=args.concurrency, agent=args.agent, modes=modes, where=args.where,
                            limit=args.limit, model=args.model, agent_config=config, seed=args.seed,
                            warehouse=wh.url)

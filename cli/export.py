@@ -8,7 +8,9 @@ from cli.evaluate import parse_modes
 def cmd_export(args, wh) -> int:
     from envs.catalog import select_specs
     from envs.export import EXPORT_FORMATS, export_rows, write_rows
+    from warehouse.preflight import check_output_file
 
+    check_output_file(args.out)  # before anything is selected or rendered
     fmt = args.format or ("parquet" if str(args.out).endswith(".parquet") else "jsonl")
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")

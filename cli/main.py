@@ -156,6 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from cli.commands import preflight
+
+    refusal = preflight(args)  # bad input gets its one line before a Prefect server is started or any work
+    if refusal is not None:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 2
     # Prefect's per-task INFO lines would drown the progress bar; warnings and errors still show.
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     # The ephemeral server's telemetry has no network here and would log an ERROR line on every run.

@@ -44,17 +44,21 @@ def write_rows(rows: list[dict[str, Any]], path: str | Path, fmt: str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp")
-    if fmt == "jsonl":
-        with open(temporary, "w") as handle:
-            for row in rows:
-                handle.write(json.dumps(row) + "\n")
-    else:
-        import pyarrow
-        import pyarrow.parquet as pq
+    try:
+        if fmt == "jsonl":
+            with open(temporary, "w") as handle:
+                for row in rows:
+                    handle.write(json.dumps(row) + "\n")
+        else:
+            import pyarrow
+            import pyarrow.parquet as pq
 
-        columns = {name: [row[name] for row in rows] for name in COLUMNS}
-        pq.write_table(pyarrow.table(columns), temporary, compression="zstd")
-    temporary.replace(path)
+            columns = {name: [row[name] for row in rows] for name in COLUMNS}
+            pq.write_table(pyarrow.table(columns), temporary, compression="zstd")
+        temporary.replace(path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)  # a failed export leaves nothing behind
+        raise
     return path
 
 

@@ -84,7 +84,9 @@ def run_generate_state(workers: int | None = None, runner: str = "threads", dask
     """Run the flow on `runner` and return its final state: threads bounded to `workers` (default 4), or Dask
     (flows.runners): a local cluster of `workers` processes (default 2), or the scheduler at `dask_address`."""
     from flows.runners import DEFAULT_DASK_WORKERS, check_runner, make_task_runner
+    from warehouse.preflight import check_writable
 
+    check_writable(parameters.get("warehouse"))  # a bad warehouse fails now in one line, not at landing
     check_runner(runner, dask_address, parameters.get("max_cost_usd"))
     if workers is None:
         workers = DEFAULT_DASK_WORKERS if runner == "dask" else DEFAULT_WORKERS

@@ -2,11 +2,60 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+# The most environments one run may ask for: a larger request is refused before anything is planned (a plan of
+# 10**15 environments would fill memory). A larger dataset is several runs, e.g. one per date.
+MAX_COUNT = 1_000_000
+_SPLIT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")  # a split is part of shard keys and file names
+
+
+class PlanError(ValueError):
+    """A plan request that cannot be satisfied (bad count, split, date, family): one line for the user."""
+
+
+def parse_date(value: str | None) -> str:
+    """A plan's date as YYYY-MM-DD (None: today); else PlanError."""
+    if value is None:
+        return dt.date.today().isoformat()
+    try:
+        return dt.date.fromisoformat(value).isoformat()
+    except (TypeError, ValueError):
+        raise PlanError(f"bad date {value!r}; use YYYY-MM-DD, e.g. 2026-12-02") from None
+
+
+def check_count(count: int | None) -> int | None:
+    """The requested count if it is a positive integer of at most MAX_COUNT (None: the default); else PlanError."""
+    if count is None:
+        return None
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        raise PlanError(f"count must be a positive integer, got {count!r}")
+    if count > MAX_COUNT:
+        raise PlanError(f"count {count:,} is above the maximum of {MAX_COUNT:,} environments per run; generate a "
+                        "larger dataset as several runs (e.g. one per --date)")
+    return count
+
+
+def check_split(split: str) -> str:
+    """The split label if it is safe as part of a file name (letters, digits, '_', '.', '-'); else PlanError."""
+    if not isinstance(split, str) or not _SPLIT.match(split):
+        raise PlanError(f"split {split!r} must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or "
+                        "digit (it is part of file names), e.g. train or held_out")
+    return split
+
+
+def check_families(families: str | None) -> str | None:
+    """A --families value unless it is given but empty (None means every family); else PlanError."""
+    if families is not None and (not isinstance(families, str) or not families.strip()):
+        raise PlanError("--families is empty; give family ids or group names (see vhd families), or leave it out "
+                        "for every family")
+    return families
 
 
 class ShardSpec(BaseModel):

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 
 from prefect import task
 
 import mechanisms
-from schemas.shard import ShardSpec
+from schemas.shard import (  # noqa: F401 - the checks live with ShardSpec (no Prefect); re-exported here
+    MAX_COUNT,
+    PlanError,
+    ShardSpec,
+    check_count,
+    check_families,
+    check_split,
+    parse_date,
+)
 
 DEFAULT_SHARD_SIZE = 100
 DEFAULT_COUNT = 300
@@ -32,19 +39,6 @@ PLANS: dict[str, tuple[PlanPart, ...]] = {
         PlanPart("near_ood,far_ood_structure,far_ood_probe", 800, "ood"),
     ),
 }
-
-
-class PlanError(ValueError):
-    """A plan request that cannot be satisfied (bad count, date, family)."""
-
-
-def parse_date(value: str | None) -> str:
-    if value is None:
-        return dt.date.today().isoformat()
-    try:
-        return dt.date.fromisoformat(value).isoformat()
-    except (TypeError, ValueError):
-        raise PlanError(f"bad date {value!r}; use YYYY-MM-DD, e.g. 2026-12-02") from None
 
 
 def plan_total(plan_name: str | None, count: int | None) -> int:
@@ -76,9 +70,9 @@ def plan_shards(date: str | None, count: int | None = None, families: str | None
         return [shard for part in named for shard in plan_shards(date, part.count, part.families, part.split,
                                                                   setter, model, shard_size,
                                                                   fallback_model=fallback_model)]
-    count = DEFAULT_COUNT if count is None else count
-    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
-        raise PlanError(f"count must be a positive integer, got {count!r}")
+    count = DEFAULT_COUNT if count is None else check_count(count)
+    check_split(split)
+    check_families(families)
     if shard_size <= 0:
         raise PlanError(f"shard size must be positive, got {shard_size}")
     day = parse_date(date)
