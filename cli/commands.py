@@ -6,6 +6,7 @@ import json
 
 from cli.llm import cmd_llm  # noqa: F401 - `vhd llm`, looked up by name in cli.main
 from cli.output import arrow_rows, console, print_rows
+from cli.prefect_server import cmd_server  # noqa: F401 - `vhd server`, looked up by name in cli.main
 
 
 def is_user_error(error: BaseException) -> bool:

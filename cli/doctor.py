@@ -66,9 +66,17 @@ def configuration(args) -> tuple[list[tuple[str, str, str]], dict]:
                      f"${endpoint[0]}" if endpoint else "default"))
         for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
             rows.append((name, shown(name, os.environ.get(name)), "environment"))
-    api = os.environ.get("PREFECT_API_URL")
-    rows.append(("prefect api", mask_url(api) if api else "unset: each run starts a temporary local server",
-                 "$PREFECT_API_URL"))
+    from cli.prefect_server import Record, configured_api_url, server_home
+
+    # the environment's or the active Prefect profile's; when neither names one and the local server answers,
+    # cli.main has exported its URL (doctor never starts it)
+    api = configured_api_url()
+    local = Record.read(server_home())
+    if api and local and api == local.url:
+        rows.append(("prefect api", f"{api} (the local server; UI {local.ui})", f"{local.home} (vhd server status)"))
+    else:
+        rows.append(("prefect api", mask_url(api) if api else "unset: vhd starts and reuses a local server",
+                     "$PREFECT_API_URL"))
     if os.environ.get("PREFECT_API_KEY"):
         rows.append(("PREFECT_API_KEY", "set", "environment"))
     rows.append(("setter", args.setter, "--setter"))
@@ -136,8 +144,7 @@ def check_warehouse(wh) -> list[Check]:
 
 def check_prefect(api: str | None) -> list[Check]:
     if not api:
-        return [Check("prefect api", NOTE, "not configured: runs use a temporary server; schedules cannot run",
-                      "for schedules: `prefect server start`, then export PREFECT_API_URL=http://127.0.0.1:4200/api")]
+        return [local_server_check()]
     from flows.deployments import ServerUnavailable, check_server
 
     try:
@@ -146,6 +153,20 @@ def check_prefect(api: str | None) -> list[Check]:
         return [Check("prefect api", FAIL, str(error).split(";")[0], str(error).split(";", 1)[-1].strip())]
     checks = [Check("prefect api", OK, f"{mask_url(api)} is healthy")]
     return checks + check_nightly()
+
+
+def local_server_check() -> Check:
+    """No API is configured and the local server does not answer (cli.main exports its URL when it does)."""
+    from cli.prefect_server import Record, alive, server_home
+
+    home = server_home()
+    record = Record.read(home)
+    if record is not None and alive(record.pid):
+        return Check("prefect api", FAIL, f"the local server (pid {record.pid}, {record.url}) runs but does not answer",
+                     f"see its log {record.log}; `vhd server stop`, then `vhd server start`")
+    state = f"its record in {home} is stale (pid {record.pid} is gone)" if record else f"none recorded in {home}"
+    return Check("prefect api", NOTE, f"not configured; the local server is not running ({state})",
+                 "the first `vhd generate` starts it, or `vhd server start` now; or set PREFECT_API_URL")
 
 
 def check_nightly() -> list[Check]:

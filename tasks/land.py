@@ -13,7 +13,7 @@ from prefect import task
 import mechanisms
 from envs.scoring import score
 from mechanisms.base import ONLINE_BASELINE
-from tasks.common import cpu_hour_usd, retry_transient
+from tasks.common import cpu_hour_usd, retry_transient, shard_run_name
 from tasks.progress import HUB
 from tasks.validate import ShardResult, checks_json
 from warehouse.landing import land
@@ -30,6 +30,7 @@ class LandedShard:
     budget_exhausted: bool = False
     llm_cost_usd: float | None = 0.0
     compute_seconds: float = 0.0
+    family: str | None = None
 
 
 def sum_cost(costs: list[float | None]) -> float | None:
@@ -92,7 +93,7 @@ def land_result(warehouse: str, result: ShardResult, run_id: str) -> LandedShard
                          rejected=sum(1 for a in result.attempts if not a.admitted), short_by=result.short_by,
                          budget_exhausted=result.budget_exhausted,
                          llm_cost_usd=sum_cost([c.cost_usd for c in result.calls]),
-                         compute_seconds=sum(e.compute_seconds for e in result.admitted))
+                         compute_seconds=sum(e.compute_seconds for e in result.admitted), family=shard.family)
     frames = {"environments": environment_rows(result, run_id, now), "attempts": attempt_rows(result, run_id, now),
               "llm_calls": call_rows(result, run_id, now)}
     for table, frame in frames.items():
@@ -106,4 +107,5 @@ def land_result(warehouse: str, result: ShardResult, run_id: str) -> LandedShard
     return landed
 
 
-land_shard = task(name="land", retries=3, retry_delay_seconds=1, retry_condition_fn=retry_transient)(land_result)
+land_shard = task(name="land", task_run_name=shard_run_name("land"), retries=3, retry_delay_seconds=1,
+                  retry_condition_fn=retry_transient)(land_result)

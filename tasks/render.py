@@ -15,7 +15,7 @@ from setter.base import RenderFailed
 from setter.budget import BUDGET, BudgetExhausted
 from setter.llm_client import CURRENT_SHARD
 from setter.spec import build_spec, turn_budget
-from tasks.common import STAGE_OPTIONS
+from tasks.common import STAGE_OPTIONS, shard_run_name
 from tasks.solve import Solved
 
 
@@ -72,4 +72,4 @@ def render_candidates(shard: ShardSpec, solved: list[Solved]) -> list[Candidate]
     return candidates
 
 
-render_shard = task(name="render", **STAGE_OPTIONS)(render_candidates)
+render_shard = task(name="render", task_run_name=shard_run_name("render"), **STAGE_OPTIONS)(render_candidates)

@@ -7,7 +7,7 @@ from prefect import task
 
 import mechanisms
 from schemas.shard import Instance, ShardSpec
-from tasks.common import STAGE_OPTIONS
+from tasks.common import STAGE_OPTIONS, shard_run_name
 
 OVERSAMPLE = 1.25  # instances drawn per admitted environment requested; the validator tops up if short
 
@@ -24,4 +24,4 @@ def sample_instances(shard: ShardSpec, start: int = 0, n: int | None = None) -> 
     return instances
 
 
-sample_shard = task(name="sample", **STAGE_OPTIONS)(sample_instances)
+sample_shard = task(name="sample", task_run_name=shard_run_name("sample"), **STAGE_OPTIONS)(sample_instances)

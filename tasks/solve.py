@@ -10,7 +10,7 @@ from prefect import task
 import mechanisms
 from mechanisms.base import Outcome
 from schemas.shard import Instance, ShardSpec
-from tasks.common import STAGE_OPTIONS
+from tasks.common import STAGE_OPTIONS, shard_run_name
 
 
 @dataclass
@@ -30,4 +30,4 @@ def solve_instances(shard: ShardSpec, instances: list[Instance]) -> list[Solved]
     return solved
 
 
-solve_shard = task(name="solve", **STAGE_OPTIONS)(solve_instances)
+solve_shard = task(name="solve", task_run_name=shard_run_name("solve"), **STAGE_OPTIONS)(solve_instances)

@@ -12,7 +12,7 @@ from envs.admission import admit
 from schemas.envspec import EnvSpec
 from schemas.shard import CallRecord, ShardSpec
 from setter.budget import BUDGET
-from tasks.common import STAGE_OPTIONS
+from tasks.common import STAGE_OPTIONS, shard_run_name
 from tasks.progress import HUB
 from tasks.render import Candidate, render_candidate, render_candidates
 from tasks.sample import sample_instances
@@ -114,7 +114,8 @@ def _admit_instance(shard: ShardSpec, candidate: Candidate, result: ShardResult)
     result.calls.extend(calls)
 
 
-validate_shard = task(name="validate", **STAGE_OPTIONS)(validate_candidates)
+validate_shard = task(name="validate", task_run_name=shard_run_name("validate"), **STAGE_OPTIONS)(
+    validate_candidates)
 
 
 def checks_json(checks: dict) -> str:

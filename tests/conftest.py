@@ -22,6 +22,23 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def vhd_home(tmp_path_factory):
+    """The tests' VHD_HOME: a command run without PREFECT_API_URL keeps its local Prefect server there, never in
+    the user's data folder, and that server is stopped when the session ends."""
+    home = tmp_path_factory.mktemp("vhd-home")
+    previous = os.environ.get("VHD_HOME")
+    os.environ["VHD_HOME"] = str(home)
+    yield home
+    from cli.prefect_server import stop_server
+
+    stop_server(home / "prefect-server")
+    if previous is None:
+        os.environ.pop("VHD_HOME", None)
+    else:
+        os.environ["VHD_HOME"] = previous
+
+
 @pytest.fixture(scope="session")
 def prefect_server(tmp_path_factory):
     """A persistent Prefect server (SQLite) on a free loopback port; its API URL is exported to the tests."""
