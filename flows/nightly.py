@@ -16,6 +16,7 @@ from prefect.states import Completed, Failed
 from flows.generate import DEFAULT_WORKERS, run_generate_state, run_summary
 from flows.report import report
 from tasks.plan import DEFAULT_SHARD_SIZE
+from tasks.report import publish_report_link
 
 
 def night_of(scheduled: dt.datetime, timezone: str = "UTC") -> str:
@@ -47,6 +48,8 @@ def nightly(count: int = 300, families: str | None = None, setter: str = "templa
     reported = report(warehouse=warehouse, date=day, return_state=True)
     written = reported.result(raise_on_failure=False)
     result = {"generate": summary, "report": written if reported.is_completed() else None}
+    if reported.is_completed():
+        publish_report_link(written["path"], day)  # the night's report, one click from the run's page
     problems = [generated.message] if generated.is_failed() else []
     if not reported.is_completed():
         problems.append(f"the report of {day} failed: {reported.message}")

@@ -17,6 +17,7 @@ from warehouse.landing import commit_run, committed_shards, land
 from warehouse.location import resolve_warehouse
 
 TRIES_WAIT_SECONDS = 15.0
+RUN_TABLE_KEY = "vhd-generate-run"  # the table artifact of every generate run (the UI keeps its history)
 
 
 def shard_failure(shard_key: str, stages: list[tuple[str, object]]) -> str:
@@ -114,10 +115,64 @@ def commit(warehouse: str | None, run_id: str, flow_run_id: str | None, date: st
     summary = {k: v for k, v in row.items() if k != "parameters_json"}
     summary["incomplete_shards"] = sorted(s.shard_key for s in landed if s.short_by)  # a re-run redoes them
     commit_run(wh, run_id, date, files, summary)
-    return {**row, "warehouse": wh.url, "landed_shards": len(landed),
-            "failed_shards": [failure.split(":", 1)[0] for failure in failures]}
+    result = {**row, "warehouse": wh.url, "landed_shards": len(landed),
+              "failed_shards": [failure.split(":", 1)[0] for failure in failures]}
+    publish_run_table(result, landed, skipped_admitted)
+    return result
 
 
-commit_shards = task(name="commit", retries=3, retry_delay_seconds=1, retry_condition_fn=retry_transient)(commit)
-find_finished_shards = task(name="find-finished-shards", retries=3, retry_delay_seconds=1,
-                            retry_condition_fn=retry_transient)(finished_shard_keys)
+def family_table(landed: list[LandedShard]) -> list[dict]:
+    """What the run landed, per family and in total: admitted environments, rejected attempts, LLM USD (the string
+    "unknown" when any call's cost is unknown, never 0) and compute seconds of the admitted environments."""
+    by_family: dict[str, list[LandedShard]] = {}
+    for shard in landed:
+        by_family.setdefault(shard.family or shard.shard_key.split("-", 1)[0], []).append(shard)
+    return [_table_row(family, shards) for family, shards in sorted(by_family.items())] + [_table_row("total", landed)]
+
+
+def _table_row(family: str, shards: list[LandedShard]) -> dict:
+    cost = sum_cost([s.llm_cost_usd for s in shards])
+    return {"family": family, "admitted": sum(s.admitted for s in shards), "rejected": sum(s.rejected for s in shards),
+            "llm_usd": "unknown" if cost is None else round(cost, 8),
+            "compute_seconds": round(sum(s.compute_seconds for s in shards), 3)}
+
+
+def run_table_description(summary: dict, skipped_admitted: int) -> str:
+    """The table artifact's description (Markdown): the run, its date and status, and what the rows leave out."""
+    cost = summary["llm_cost_usd"]
+    lines = [f"Run `{summary['run_id']}` of {summary['run_date']}: **{summary['status']}**, "
+             f"{summary['admitted']} admitted ({summary['new_environments']} new), {summary['rejected']} rejected "
+             f"attempts, LLM {'unknown' if cost is None else f'${cost:.4f}'}, {summary['wall_seconds']:.1f} s wall; "
+             f"warehouse `{summary['warehouse']}`."]
+    if skipped_admitted:
+        lines.append(f"{skipped_admitted} environment(s) of shards committed by an earlier run of this date were "
+                     "skipped (not in the rows).")
+    if summary["error"]:
+        lines.append(f"Problems: {summary['error']}")
+    return "\n\n".join(lines)
+
+
+def publish_run_table(summary: dict, landed: list[LandedShard], skipped_admitted: int) -> None:
+    """The run's per-family table as a Prefect table artifact of the current flow run (key RUN_TABLE_KEY).
+
+    Only inside a Prefect run (a plain call of `commit` has no run to show it on). The run is committed by then, so a
+    failure to create it is a warning, never a reason to fail or retry the commit.
+    """
+    from prefect.context import FlowRunContext, TaskRunContext
+
+    if FlowRunContext.get() is None and TaskRunContext.get() is None:
+        return
+    from prefect.artifacts import create_table_artifact
+    from prefect.logging import get_run_logger
+
+    try:
+        create_table_artifact(family_table(landed), key=RUN_TABLE_KEY,
+                              description=run_table_description(summary, skipped_admitted))
+    except Exception as error:  # noqa: BLE001 - the data is committed; the artifact only shows it
+        get_run_logger().warning("the run's table artifact was not created: %s: %s", type(error).__name__, error)
+
+
+commit_shards = task(name="commit", task_run_name="commit", retries=3, retry_delay_seconds=1,
+                     retry_condition_fn=retry_transient)(commit)
+find_finished_shards = task(name="find-finished-shards", task_run_name="find-finished-shards", retries=3,
+                            retry_delay_seconds=1, retry_condition_fn=retry_transient)(finished_shard_keys)

@@ -78,6 +78,23 @@ class ShardStagePolicy(CachePolicy):
         return f"vhd-{task_ctx.task.name}-{shard.key}-{warehouse}-v{version}-{CODE_VERSION}"
 
 
+def shard_run_name(stage: str):
+    """The task-run name of a shard stage, as Prefect's UI lists it: `render-knapsack-train-0003`.
+
+    Prefect calls it with the task's resolved parameters: the shard itself (sample, solve, render, validate) or the
+    validated result that carries it (land). A name is never a reason to fail a stage: without a shard, the stage.
+    """
+
+    def name(parameters: dict[str, Any]) -> str:
+        shard = parameters.get("shard", getattr(parameters.get("result"), "shard", None))
+        if not isinstance(shard, ShardSpec):
+            return stage
+        return f"{stage}-{shard.family}-{shard.split}-{shard.index:04d}"
+
+    name.__name__ = f"{stage}_run_name"
+    return name
+
+
 STAGE_OPTIONS: dict[str, Any] = {
     "retries": STAGE_RETRIES,
     "retry_delay_seconds": exponential_backoff(backoff_factor=1),

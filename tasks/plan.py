@@ -99,4 +99,4 @@ def _spread_over_grid(share: int, grid: list[tuple[int, int]]) -> list[tuple[tup
     return [(cell, share // len(cells) + (1 if i < share % len(cells) else 0)) for i, cell in enumerate(cells)]
 
 
-plan = task(name="plan", retries=0)(plan_shards)
+plan = task(name="plan", task_run_name="plan", retries=0)(plan_shards)

@@ -30,3 +30,13 @@ def settled_task_runs(flow_run_id, ready: Callable[[list], bool], timeout: float
 def stage_states(task_runs: list) -> set[tuple[str, str]]:
     """(stage, state name) of every task run whose state has arrived, e.g. ("solve", "Cached")."""
     return {(run.name.split("-")[0], run.state.name) for run in task_runs if run.state is not None}
+
+
+def run_artifacts(flow_run_id, key: str) -> list:
+    """The artifacts of that key that the flow run created (artifacts are written through the API at once)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey, FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        return client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])),
+                                     flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))

@@ -37,3 +37,15 @@ def test_the_nightly_schedule_is_valid_and_its_date_zone_matches():
     assert nightly["parameters"]["timezone"] == schedule["timezone"]  # the night is taken in the schedule's zone
     assert nightly["concurrency_limit"] == {"limit": 1, "collision_strategy": "ENQUEUE"}
     assert nightly["work_pool"]["name"] == "vhd-process"
+
+
+def test_the_automations_beside_it_watch_the_flow_the_nightly_deployment_runs():
+    automations = yaml.safe_load((ROOT / "infra" / "automations.yaml").read_text())["automations"]
+    (nightly,) = [d for d in CONFIG["deployments"] if d["name"] == "nightly"]
+    flow_name = _flow(nightly["entrypoint"]).name
+    assert "infra/automations.yaml" in (ROOT / "infra" / "prefect.yaml").read_text()  # it says where they are
+    assert {a["name"] for a in automations} == {"vhd-nightly-failed", "vhd-nightly-overdue"}
+    for automation in automations:
+        assert automation["trigger"]["match_related"] == {"prefect.resource.role": "flow",
+                                                          "prefect.resource.name": flow_name}
+        assert [action["type"] for action in automation["actions"]] == ["send-notification"]

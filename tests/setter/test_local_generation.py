@@ -74,3 +74,45 @@ def test_a_rerun_of_the_night_answers_from_the_cache(generated, tmp_path):
                          "FROM llm_calls")[0]
     assert calls["n"] == calls["cached"] > 0 and calls["usd"] == 0
     assert query(fresh, "SELECT count(*) AS n FROM environments")[0]["n"] == COUNT
+
+
+def _llm_usd(warehouse, family_sql: str = "split_part(shard_key, '-', 1)") -> dict:
+    """Each family's LLM USD from its calls: unknown when one call's cost is unknown (never counted as 0)."""
+    rows = query(warehouse, f"SELECT {family_sql} AS family, count(*) FILTER (WHERE cost_usd IS NULL) AS unknown, "
+                            "sum(cost_usd) AS usd FROM llm_calls GROUP BY 1")
+    return {r["family"]: "unknown" if r["unknown"] else r["usd"] for r in rows}
+
+
+def test_the_run_table_artifact_shows_each_family_llm_usd_from_its_calls(generated):
+    from tasks.commit import RUN_TABLE_KEY
+    from tests.flows.prefect_api import run_artifacts
+
+    warehouse, _, _ = generated
+    (run,) = query(warehouse, "SELECT flow_run_id FROM runs")
+    (artifact,) = run_artifacts(run["flow_run_id"], RUN_TABLE_KEY)
+    *families, total = json.loads(artifact.data)
+    usd = _llm_usd(warehouse)
+    assert set(usd) == {"routing", "tardiness"}
+    assert {f["family"]: f["llm_usd"] for f in families} == pytest.approx(usd, abs=1e-8)  # USD to 8 decimals
+    assert sum(f["admitted"] for f in families) == total["admitted"] == COUNT
+
+
+def test_an_unknown_llm_cost_shows_as_unknown_in_the_run_table(generated, local_llm, tmp_path):
+    from tasks.commit import RUN_TABLE_KEY
+    from tests.flows.prefect_api import run_artifacts
+
+    _, _, env = generated
+    env = {k: v for k, v in env.items() if k != "VHD_LLM_PRICES"} | {"VHD_LLM_CACHE": str(tmp_path / "cache")}
+    warehouse = str(tmp_path / "wh")
+    result = subprocess.run([VHD, "generate", "--setter", "litellm", "--model", local_llm[0], "--count", "1",
+                             "--families", "tardiness", "--date", "2026-07-02", "--workers", "1", "--warehouse",
+                             warehouse, "--no-progress"], capture_output=True, text=True, timeout=3000, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "unknown" in {c["cost_source"] for c in query(warehouse, "SELECT cost_source FROM llm_calls")}
+    (run,) = query(warehouse, "SELECT flow_run_id, llm_cost_usd FROM runs")
+    assert run["llm_cost_usd"] is None
+    (artifact,) = run_artifacts(run["flow_run_id"], RUN_TABLE_KEY)
+    rows = json.loads(artifact.data)
+    assert [(r["family"], r["admitted"], r["llm_usd"]) for r in rows] == [("tardiness", 1, "unknown"),
+                                                                        ("total", 1, "unknown")]
+    assert "LLM unknown" in artifact.description and _llm_usd(warehouse) == {"tardiness": "unknown"}
