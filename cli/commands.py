@@ -76,6 +76,10 @@ def _preflight_generate(args) -> None:
         raise ValueError(f"--max-cost-usd must be positive, got {args.max_cost_usd}")
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
+    if args.processes is not None and args.processes < 0:
+        raise ValueError(f"--processes must be 0 or more, got {args.processes}")
+    if args.processes and args.runner == "dask":
+        raise ValueError("--processes applies to --runner threads; with dask, --workers sets the worker processes")
     _warehouse(args, read=False, write=True)
 
 
@@ -115,6 +119,7 @@ def cmd_generate(args) -> int:
 
     with generation_progress(total, enabled=not args.no_progress):
         summary = run_generate(workers=args.workers, runner=args.runner, dask_address=args.dask_address,
+                               processes=args.processes,
                                date=shards[0].date, count=args.count, families=args.families,
                                split=args.split, setter=args.setter, model=args.model, warehouse=wh.url,
                                shard_size=args.shard_size, plan_name=args.plan_name,

@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--workers", type=int,
                      help="threads of the task runner (default 4), or with --runner dask and no address the local "
                           "cluster's worker processes (default 2)")
+    gen.add_argument("--processes", type=int,
+                     help="worker processes for the stages' CPU work with --runner threads (default: one per core for "
+                          "200 or more environments, else none; 0 = everything in this process)")
     gen.add_argument("--runner", choices=("threads", "dask"), default="threads",
                      help="where the stages run: 'threads' in this process (default), or 'dask' through prefect-dask "
                           "on a local cluster or the one at --dask-address, landing the same environments; with dask "

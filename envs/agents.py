@@ -25,8 +25,16 @@ def _script(env: Environment, actions: list[Action]) -> Iterator[ToolCall]:
         steps = [_tool_call(env, a) for a in actions if env.tool_for(a.op).kind in ("decision", "clock")]
         yield SUBMIT_PLAN, {"steps": [{"tool": name, "arguments": args} for name, args in steps]}
         return
-    for action in actions:
-        yield _tool_call(env, action)
+    yield from _translated(env, actions)
+
+
+def _translated(env: Environment, actions: list[Action]) -> list[ToolCall]:
+    """The actions as tool calls of this environment, translated once per list (a reference plan is replayed often)."""
+    cache = env.__dict__.setdefault("_translated_scripts", {})
+    key = id(actions)
+    if key not in cache:
+        cache[key] = (actions, [_tool_call(env, action) for action in actions])  # holding `actions` keeps the id
+    return cache[key][1]
 
 
 def oracle(env: Environment, seed: int = 0) -> Iterator[ToolCall]:
@@ -87,11 +95,11 @@ def make_agent(name: str):
         raise ValueError(f"unknown agent {name!r}; choose one of {', '.join(AGENTS)}") from None
 
 
-def play(env: Environment, agent: str = "oracle", seed: int = 0) -> EpisodeResult:
-    """Play one episode from a fresh state and return its result."""
+def play(env: Environment, agent: str = "oracle", seed: int = 0, max_calls: int | None = None) -> EpisodeResult:
+    """Play one episode from a fresh state and return its result (at most `max_calls` tool calls if given)."""
     env.reset()
-    for name, args in make_agent(agent)(env, seed):
-        if env.done:
+    for calls, (name, args) in enumerate(make_agent(agent)(env, seed)):
+        if env.done or (max_calls is not None and calls >= max_calls):
             break
-        env.call(name, args)
+        env.step(name, args)
     return env.result(agent)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import mechanisms
 from envs.calculator import CalculatorError, evaluate
 from envs.scoring import score
 from mechanisms.base import ActionError
-from schemas.envspec import MODES, Action, EnvSpec, Mode, ToolSpec
+from schemas.envspec import MODES, EnvSpec, Mode, ToolSpec
 
 SUBMIT_PLAN = "submit_plan"
 MAX_PLAN_STEPS = 2000
@@ -39,6 +39,7 @@ class Environment:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         self.spec = spec
         self.mode = mode
+        self.env_id = spec.env_id  # a hash of the whole spec: computed once, not per episode
         self.mechanism = mechanisms.get(spec.family)
         if self.mechanism.version != spec.version:
             raise ValueError(f"{spec.family} is at version {self.mechanism.version}, the spec needs {spec.version}")
@@ -76,7 +77,7 @@ class Environment:
         return score(self.utility(), ref.u0, ref.u_star)
 
     def result(self, agent: str) -> EpisodeResult:
-        return EpisodeResult(self.spec.env_id, self.mode, agent, self.score(), self.utility(), self.turns,
+        return EpisodeResult(self.env_id, self.mode, agent, self.score(), self.utility(), self.turns,
                              self.errors, self.trajectory)
 
     # --- tools --------------------------------------------------------------------------
@@ -101,6 +102,10 @@ class Environment:
 
     def call(self, name: str, arguments: dict[str, Any] | str | None = None) -> str:
         """Call a tool; returns a JSON observation, or {"error": ...} with the state unchanged."""
+        return json.dumps(self.step(name, arguments), default=float)
+
+    def step(self, name: str, arguments: dict[str, Any] | str | None = None) -> dict[str, Any]:
+        """`call` without the JSON encoding: the observation as a dict (what scripted agents read)."""
         if self.done:
             return self._reply(name, arguments, {"error": "the episode is over; no further calls are accepted"})
         self.turns += 1
@@ -112,9 +117,9 @@ class Environment:
             observation = {"error": str(error)}
         return self._reply(name, arguments, observation)
 
-    def _reply(self, name: str, arguments: Any, observation: dict[str, Any]) -> str:
+    def _reply(self, name: str, arguments: Any, observation: dict[str, Any]) -> dict[str, Any]:
         self.trajectory.append({"tool": name, "arguments": arguments, "result": observation})
-        return json.dumps(observation, default=float)
+        return observation
 
     def _dispatch(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         if name not in self._exposed:
@@ -125,8 +130,8 @@ class Environment:
 
     def _run_tool(self, tool: ToolSpec, args: dict[str, Any]) -> dict[str, Any]:
         properties = tool.parameters.get("properties", {})
-        unknown = sorted(set(args) - set(properties))
-        if unknown:
+        if not args.keys() <= properties.keys():
+            unknown = sorted(set(args) - set(properties))
             raise ActionError(f"tool {tool.name!r} has no argument {unknown[0]!r}; it takes {sorted(properties)}")
         missing = [a for a in tool.parameters.get("required", []) if a not in args]
         if missing:
@@ -135,8 +140,10 @@ class Environment:
             return {"result": evaluate(args.get(_first(properties, "expression")))}
         if tool.operation == "turns_left":
             return {"turns_left": self.spec.turn_budget - self.turns}
-        op_args = {tool.argument_map.get(key, key): value for key, value in args.items()}
-        return self.mechanism.apply(self.params, self.state, Action(op=tool.operation, args=op_args))
+        mapping = tool.argument_map
+        op_args = {mapping.get(key, key): value for key, value in args.items()} if mapping else dict(args)
+        # the operation and its argument names come from the validated spec: the mechanism reads .op and .args only
+        return self.mechanism.apply(self.params, self.state, OperationCall(tool.operation, op_args))
 
     def _run_plan(self, args: dict[str, Any]) -> dict[str, Any]:
         steps = args.get("steps")
@@ -174,6 +181,13 @@ class Environment:
                 "required": ["tool"]}}}, "required": ["steps"]},
             operation=SUBMIT_PLAN,
         )
+
+
+class OperationCall(NamedTuple):
+    """One operation call as the runtime hands it to a mechanism's `apply` (an Action without re-validation)."""
+
+    op: str
+    args: dict[str, Any]
 
 
 def _parse_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:

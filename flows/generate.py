@@ -11,6 +11,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import opaque
 
 from setter.budget import BUDGET
+from tasks import pool
 from tasks.commit import commit_shards, final_state, find_finished_shards, shard_failure
 from tasks.land import land_shard
 from tasks.plan import DEFAULT_SHARD_SIZE, plan, plan_total
@@ -20,6 +21,7 @@ from tasks.solve import solve_shard
 from tasks.validate import validate_shard
 
 DEFAULT_WORKERS = 4
+POOL_MIN_ENVIRONMENTS = 200
 
 
 @flow(name="generate", task_runner=ThreadPoolTaskRunner(max_workers=DEFAULT_WORKERS), log_prints=False)
@@ -79,10 +81,19 @@ def run_summary(state) -> dict:
     return summary
 
 
+def stage_processes(processes: int | None, total: int) -> int:
+    """Worker processes for the stages' CPU work: `processes` if given, else one per core for a run of at least
+    POOL_MIN_ENVIRONMENTS environments (a smaller run is done before the workers would have started)."""
+    if processes is not None:
+        return processes
+    return pool.default_processes() if total >= POOL_MIN_ENVIRONMENTS else 0
+
+
 def run_generate_state(workers: int | None = None, runner: str = "threads", dask_address: str | None = None,
-                       **parameters):
-    """Run the flow on `runner` and return its final state: threads bounded to `workers` (default 4), or Dask
-    (flows.runners): a local cluster of `workers` processes (default 2), or the scheduler at `dask_address`."""
+                       processes: int | None = None, **parameters):
+    """Run the flow on `runner` and return its final state: threads bounded to `workers` (default 4), their CPU work
+    spread over `processes` worker processes (tasks.pool; default: see stage_processes), or Dask (flows.runners): a
+    local cluster of `workers` processes (default 2), or the scheduler at `dask_address`."""
     from flows.runners import DEFAULT_DASK_WORKERS, check_runner, make_task_runner
     from warehouse.preflight import check_writable
 
@@ -90,14 +101,19 @@ def run_generate_state(workers: int | None = None, runner: str = "threads", dask
     check_runner(runner, dask_address, parameters.get("max_cost_usd"))
     if workers is None:
         workers = DEFAULT_DASK_WORKERS if runner == "dask" else DEFAULT_WORKERS
-    return generate.with_options(task_runner=make_task_runner(runner, workers, dask_address))(
-        **parameters, return_state=True)
+    task_runner = make_task_runner(runner, workers, dask_address)
+    total = plan_total(parameters.get("plan_name"), parameters.get("count"))
+    pool.configure(stage_processes(processes, total) if runner == "threads" else 0)
+    try:
+        return generate.with_options(task_runner=task_runner)(**parameters, return_state=True)
+    finally:
+        pool.shutdown()
 
 
 def run_generate(workers: int | None = None, runner: str = "threads", dask_address: str | None = None,
-                 **parameters) -> dict:
+                 processes: int | None = None, **parameters) -> dict:
     """Run the flow (see run_generate_state) and return the run summary."""
-    summary = run_summary(run_generate_state(workers, runner, dask_address, **parameters))
+    summary = run_summary(run_generate_state(workers, runner, dask_address, processes, **parameters))
     if runner == "dask":  # the stages counted progress in the worker processes; bring this process's bar up to date
         from tasks.progress import HUB
 

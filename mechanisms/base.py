@@ -7,14 +7,20 @@ given the parameters, so replaying the optimal actions reproduces u* exactly.
 
 from __future__ import annotations
 
+import functools
+import math
+import numbers
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from schemas.envspec import Action, OperationSpec
+from schemas.envspec import Action, OperationSpec, pickled_actions, unpickled_actions
 
 P = TypeVar("P", bound=BaseModel)
 
@@ -52,6 +58,18 @@ class Solution:
     solver: str
     facts: dict[str, Any] = field(default_factory=dict)
 
+    def __reduce__(self):  # actions pickled as plain data (see schemas.envspec.pickled_actions)
+        return (_solution, (self.u_star, pickled_actions(self.optimal_actions), self.solver, self.facts))
+
+
+def _solution(u_star: float, actions: list[dict[str, Any]], solver: str, facts: dict[str, Any]) -> Solution:
+    return Solution(u_star, unpickled_actions(actions), solver, facts)
+
+
+def _outcome(solution: Solution, default: list[dict[str, Any]], u0: float, u_idle: float,
+             baselines: dict[str, float]) -> Outcome:
+    return Outcome(solution, unpickled_actions(default), u0, u_idle, baselines)
+
 
 @dataclass
 class Outcome:
@@ -65,9 +83,46 @@ class Outcome:
     # sequential families, the Bellman- or Weitzman-optimal online policy below the hindsight ceiling)
     baselines: dict[str, float] = field(default_factory=dict)
 
+    def __reduce__(self):  # actions pickled as plain data (see schemas.envspec.pickled_actions)
+        return (_outcome, (self.solution, pickled_actions(self.default_actions), self.u0, self.u_idle, self.baselines))
+
+
+# Solutions remembered while a `remembered_solutions()` block runs: a sampler that solves to judge its draw (is the
+# default policy far enough from the optimum?) leaves the solution for the reference computed right after it.
+_REMEMBERED: ContextVar[dict[tuple[str, str], Solution] | None] = ContextVar("remembered_solutions", default=None)
+
+
+@contextmanager
+def remembered_solutions() -> Iterator[None]:
+    """Within the block, solving the same parameters twice solves them once (solutions are read, never changed)."""
+    token = _REMEMBERED.set({})
+    try:
+        yield
+    finally:
+        _REMEMBERED.reset(token)
+
+
+def _remembering(solve: Callable[[Any, Any], Solution]) -> Callable[[Any, Any], Solution]:
+    @functools.wraps(solve)
+    def remembered(self, params):
+        memory = _REMEMBERED.get()
+        if memory is None:
+            return solve(self, params)
+        key = (self.id, params.model_dump_json())
+        if key not in memory:
+            memory[key] = solve(self, params)
+        return memory[key]
+
+    return remembered
+
 
 class Mechanism(ABC, Generic[P]):
     """One mechanism family. Subclasses set the class attributes and implement the methods."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "solve" in cls.__dict__ and not getattr(cls.__dict__["solve"], "__isabstractmethod__", False):
+            cls.solve = _remembering(cls.__dict__["solve"])
 
     id: ClassVar[str]
     version: ClassVar[int]
@@ -186,24 +241,31 @@ class Mechanism(ABC, Generic[P]):
         raise ActionError(f"unknown operation {name!r}")
 
 
+def _shown(value: Any) -> str:
+    """A value as an error message quotes it: at most 40 characters (an agent may send a 5,000-digit number)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
     """Read an integer argument within [low, high] or raise ActionError with a clear message."""
     value = args.get(name)
-    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value)
-            or float(value) != int(value)):
-        raise ActionError(f"argument {name!r} must be an integer, got {value!r}")
-    value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # 3.0 is 3 (NaN and infinities are not integers)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ActionError(f"argument {name!r} must be an integer, got {_shown(value)}")
     if not low <= value <= high:
-        raise ActionError(f"argument {name!r} must be between {low} and {high}, got {value}")
-    return value
+        raise ActionError(f"argument {name!r} must be between {low} and {high}, got {_shown(value)}")
+    return int(value)
 
 
 def require_number(args: dict[str, Any], name: str, low: float, high: float) -> float:
     """Read a numeric argument within [low, high] (a tiny relative tolerance) or raise ActionError."""
     value = args.get(name)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
-        raise ActionError(f"argument {name!r} must be a number, got {value!r}")
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or isinstance(value, float) and not math.isfinite(value)):
+        raise ActionError(f"argument {name!r} must be a number, got {_shown(value)}")
     slack = 1e-9 * max(1.0, abs(high), abs(low))
     if not low - slack <= value <= high + slack:
-        raise ActionError(f"argument {name!r} must be between {low:g} and {high:g}, got {value:g}")
+        raise ActionError(f"argument {name!r} must be between {low:g} and {high:g}, got {_shown(value)}")
     return float(min(max(value, low), high))

@@ -10,7 +10,7 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 ToolKind = Literal["probe", "decision", "clock", "info"]
 Mode = Literal["written", "revealed", "hidden"]
@@ -45,6 +45,18 @@ class Action(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     op: str
     args: dict[str, Any] = Field(default_factory=dict)
+
+
+ACTION_LIST = TypeAdapter(list[Action])
+
+
+def pickled_actions(actions: list[Action]) -> list[dict[str, Any]]:
+    """Actions as plain dicts, for pickling (one call into pydantic-core instead of a Python hook per action)."""
+    return ACTION_LIST.dump_python(actions)
+
+
+def unpickled_actions(data: list[dict[str, Any]]) -> list[Action]:
+    return ACTION_LIST.validate_python(data)
 
 
 # Operations the runtime itself provides, so that every environment has them whatever its family.
@@ -148,6 +160,11 @@ class EnvSpec(BaseModel):
     setter: str
     model: str | None = None
     rendering: Rendering
+
+    def __reduce__(self):
+        # pickled as plain data, rebuilt by pydantic-core: specs cross process boundaries (the stage worker pool) and
+        # Prefect's result store many times per run, and pydantic's per-model pickling hooks run in Python
+        return (EnvSpec.model_validate, (self.model_dump(),))
 
     def canonical_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))

@@ -10,7 +10,7 @@ import pandas as pd
 from prefect import task
 from prefect.states import Completed, Failed, State
 
-from tasks.common import cpu_hour_usd, retry_transient
+from tasks.common import WRITE_OPTIONS, cpu_hour_usd
 from tasks.land import LandedShard, sum_cost
 from tasks.progress import HUB
 from warehouse.landing import commit_run, committed_shards, land
@@ -172,7 +172,6 @@ def publish_run_table(summary: dict, landed: list[LandedShard], skipped_admitted
         get_run_logger().warning("the run's table artifact was not created: %s: %s", type(error).__name__, error)
 
 
-commit_shards = task(name="commit", task_run_name="commit", retries=3, retry_delay_seconds=1,
-                     retry_condition_fn=retry_transient)(commit)
-find_finished_shards = task(name="find-finished-shards", task_run_name="find-finished-shards", retries=3,
-                            retry_delay_seconds=1, retry_condition_fn=retry_transient)(finished_shard_keys)
+commit_shards = task(name="commit", task_run_name="commit", **WRITE_OPTIONS)(commit)
+find_finished_shards = task(name="find-finished-shards", task_run_name="find-finished-shards",
+                            **WRITE_OPTIONS)(finished_shard_keys)

@@ -6,8 +6,9 @@ import hashlib
 import os
 from typing import Any
 
-from prefect.cache_policies import CachePolicy
+from prefect.cache_policies import NO_CACHE, CachePolicy
 from prefect.context import TaskRunContext
+from prefect.serializers import PickleSerializer
 from prefect.tasks import exponential_backoff
 
 import mechanisms
@@ -102,7 +103,15 @@ STAGE_OPTIONS: dict[str, Any] = {
     "retry_condition_fn": retry_stage,
     "cache_policy": ShardStagePolicy(),
     "persist_result": True,
+    # the stage results are plain dataclasses and pydantic models: the standard pickler writes them several times
+    # faster than cloudpickle (Prefect's default), whose per-object hook runs in Python
+    "result_serializer": PickleSerializer(picklelib="pickle"),
 }
+
+# Landing and committing write the warehouse and are never cached: Prefect's default policy would hash a shard's
+# whole result to compute a key nobody reads.
+WRITE_OPTIONS: dict[str, Any] = {"retries": 3, "retry_delay_seconds": 1, "retry_condition_fn": retry_transient,
+                                 "cache_policy": NO_CACHE}
 
 
 def cpu_hour_usd() -> float:

@@ -13,7 +13,8 @@ from prefect import task
 import mechanisms
 from envs.scoring import score
 from mechanisms.base import ONLINE_BASELINE
-from tasks.common import cpu_hour_usd, retry_transient, shard_run_name
+from tasks import pool
+from tasks.common import WRITE_OPTIONS, cpu_hour_usd, shard_run_name
 from tasks.progress import HUB
 from tasks.validate import ShardResult, checks_json
 from warehouse.landing import land
@@ -84,8 +85,8 @@ def call_rows(result: ShardResult, run_id: str, now: dt.datetime) -> pd.DataFram
                          for call in result.calls])
 
 
-def land_result(warehouse: str, result: ShardResult, run_id: str) -> LandedShard:
-    """Write the shard's three tables; file names derive from the shard key, so a retry overwrites."""
+def write_shard(warehouse: str, result: ShardResult, run_id: str) -> LandedShard:
+    """Validate and write the shard's three tables; file names derive from the shard key, so a retry overwrites."""
     wh = resolve_warehouse(warehouse)
     now = dt.datetime.now(dt.UTC)
     shard = result.shard
@@ -99,13 +100,18 @@ def land_result(warehouse: str, result: ShardResult, run_id: str) -> LandedShard
     for table, frame in frames.items():
         if len(frame):
             landed.files[table] = [land(wh, table, frame, shard.date, shard.key)]
+    return landed
+
+
+def land_result(warehouse: str, result: ShardResult, run_id: str) -> LandedShard:
+    """Write the shard's tables (in a worker process when the pool has any) and settle its live counts."""
+    landed = pool.call(write_shard, warehouse, result, run_id)
     fresh = [c for c in result.calls if not c.cache_hit]
-    HUB.settle(shard.key, admitted=landed.admitted, rejected=landed.rejected,
+    HUB.settle(result.shard.key, admitted=landed.admitted, rejected=landed.rejected,
                cost_usd=sum(c.cost_usd or 0.0 for c in result.calls), llm_calls=len(result.calls),
                llm_cached=len(result.calls) - len(fresh), llm_failed=sum(c.error is not None for c in result.calls),
                tokens=sum((c.prompt_tokens or 0) + (c.completion_tokens or 0) for c in fresh))
     return landed
 
 
-land_shard = task(name="land", task_run_name=shard_run_name("land"), retries=3, retry_delay_seconds=1,
-                  retry_condition_fn=retry_transient)(land_result)
+land_shard = task(name="land", task_run_name=shard_run_name("land"), **WRITE_OPTIONS)(land_result)

@@ -15,6 +15,7 @@ from setter.base import RenderFailed
 from setter.budget import BUDGET, BudgetExhausted
 from setter.llm_client import CURRENT_SHARD
 from setter.spec import build_spec, turn_budget
+from tasks import pool
 from tasks.common import STAGE_OPTIONS, shard_run_name
 from tasks.solve import Solved
 
@@ -72,4 +73,12 @@ def render_candidates(shard: ShardSpec, solved: list[Solved]) -> list[Candidate]
     return candidates
 
 
-render_shard = task(name="render", task_run_name=shard_run_name("render"), **STAGE_OPTIONS)(render_candidates)
+def render_stage(shard: ShardSpec, solved: list[Solved]) -> list[Candidate]:
+    """The stage task's body. The template setter is a pure function of its inputs and renders in a worker process
+    when the pool has any; an LLM setter renders here (its calls are counted live and charged to the run's budget)."""
+    if shard.setter == "template":
+        return pool.call(render_candidates, shard, solved)
+    return render_candidates(shard, solved)
+
+
+render_shard = task(name="render", task_run_name=shard_run_name("render"), **STAGE_OPTIONS)(render_stage)

@@ -60,8 +60,11 @@ def test_sigkill_at_random_moments_then_a_rerun_is_exact(full_run_seconds, tmp_p
         time.sleep(rng.uniform(0.5, seconds))
         os.killpg(process.pid, signal.SIGKILL)  # the CLI and anything it started, mid-whatever
         process.communicate(timeout=60)
-        visible = counts(warehouse)  # what a reader sees right after the crash: committed runs only
-        assert visible["rows"] == visible["ids"] == visible["instances"] and visible["rows"] in (0, 24)
+        # what a reader sees right after the crash: committed runs only (a run killed before it wrote anything leaves
+        # no warehouse, which a query names as missing)
+        if os.path.isdir(warehouse):
+            visible = counts(warehouse)
+            assert visible["rows"] == visible["ids"] == visible["instances"] and visible["rows"] in (0, 24)
         rerun = generate(warehouse, "2026-09-01")
         _, err = rerun.communicate(timeout=600)
         assert rerun.returncode == 0, f"trial {trial}: {err[-2000:]}"
