@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from scipy.optimize import linprog
 
 from mechanisms.base import ActionError, Mechanism, Solution, require_int, require_number
 from mechanisms.registry import register
@@ -207,6 +206,8 @@ class LP(Mechanism[LPParams]):
         a = np.asarray(p.A_ub, dtype=float)
         b = np.asarray(p.b_ub, dtype=float)
         c = np.asarray(p.c, dtype=float)
+        from scipy.optimize import linprog  # imported when first solving: it takes a second to import
+
         result = linprog(-c, A_ub=a, b_ub=b, bounds=(0, None), method="highs")
         if result.status == 3:
             raise ValueError("unbounded: profit can grow without limit (a variable is not capped by any row)")

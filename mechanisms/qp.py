@@ -36,7 +36,6 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from scipy.optimize import minimize
 
 from mechanisms.base import ActionError, Mechanism, Solution, require_int, require_number
 from mechanisms.registry import register
@@ -235,6 +234,8 @@ def solve_qp(p: QPParams) -> tuple[np.ndarray, dict[str, Any]]:
     c, q, _, _ = _arrays(p)
     g, h = _constraints(p)
     start = np.zeros(p.n)
+    from scipy.optimize import minimize  # imported when first solving: it takes a second to import
+
     result = minimize(lambda x: -(c @ x) + 0.5 * x @ q @ x, start, jac=lambda x: q @ x - c, method="SLSQP",
                       constraints=[{"type": "ineq", "fun": lambda x: h - g @ x, "jac": lambda x: -g}],
                       options={"ftol": 1e-14, "maxiter": 500})

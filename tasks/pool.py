@@ -95,11 +95,33 @@ def call(function: Callable[..., T], *args: Any) -> T:
     return submit(function, *args).result()
 
 
+_last_cpu_seconds: float | None = None
+
+
 def _stop_locked() -> None:
-    global _pool
+    global _pool, _last_cpu_seconds
     if _pool is not None:
+        _last_cpu_seconds = _workers_cpu_seconds(_pool)
         _pool.shutdown(wait=True, cancel_futures=True)
         _pool = None
+
+
+def _workers_cpu_seconds(pool: ProcessPoolExecutor) -> float | None:
+    """CPU seconds the pool's live worker processes used so far (Linux /proc; None elsewhere)."""
+    try:
+        ticks = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for pid in list(getattr(pool, "_processes", None) or {}):
+            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        return total / ticks
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def last_run_worker_cpu_seconds() -> float | None:
+    """The CPU seconds the worker processes of the pool stopped last had used (for benchmarks)."""
+    return _last_cpu_seconds
 
 
 def shutdown() -> None:

@@ -5,6 +5,9 @@ Commit markers, which make landed files visible, are in ``warehouse.commits`` (r
 
 from __future__ import annotations
 
+import sys
+import types
+
 import pandas as pd
 import pandera.errors
 import pyarrow
@@ -21,6 +24,19 @@ from warehouse.commits import (  # noqa: F401 - re-exported: landing and committ
     write_atomically,
 )
 from warehouse.location import Warehouse, WarehouseError
+
+
+def _skip_pandera_dask_types() -> None:
+    """pandera's model validation imports dask.dataframe (about a second) only to recognise dask frames among a
+    model's types; ours are pandas frames. Unless something already loaded it, pandera's dask typing module reads
+    as "dask not installed" in this process (dask itself, for the Dask runner, is unaffected)."""
+    if "pandera.typing.dask" not in sys.modules:
+        stub = types.ModuleType("pandera.typing.dask", "stand-in: dask frames are never validated here")
+        stub.DASK_INSTALLED = False
+        sys.modules["pandera.typing.dask"] = stub
+
+
+_skip_pandera_dask_types()
 
 _SHOWN_FAILURES = 3
 _COLUMN_SET_CHECKS = {
