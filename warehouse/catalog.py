@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import itertools
+import os
 import re
+import shutil
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -144,8 +149,27 @@ def _referenced_tables(sql: str | None) -> set[str]:
         return set(TABLES)
 
 
+_SPILL: list[str] = []  # this process's private folder for DuckDB's spill files (made on first use)
+_SPILL_COUNT = itertools.count()
+_SPILL_LOCK = threading.Lock()
+
+
+def _spill_directory() -> str:
+    """A fresh folder for one connection's spill files, inside a private (0700) folder of this process.
+
+    DuckDB's default temp_directory is `<cwd>/.tmp`, and DuckDB lets queries read its temp directory whatever
+    allowed_directories says: a query could read any `.tmp/` file of the working directory. This folder holds
+    DuckDB's own spill files only, and is removed when the process exits.
+    """
+    with _SPILL_LOCK:
+        if not _SPILL:
+            _SPILL.append(tempfile.mkdtemp(prefix="vhd-duckdb-"))
+            atexit.register(shutil.rmtree, _SPILL[0], ignore_errors=True)
+        return os.path.join(_SPILL[0], str(next(_SPILL_COUNT)))
+
+
 def _open(wh: Warehouse) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect(":memory:")
+    con = duckdb.connect(":memory:", config={"temp_directory": _spill_directory()})
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET parquet_metadata_cache = true")  # the index build and the queries read each footer once
     if not wh.is_local:
@@ -272,14 +296,32 @@ def check_read_only(sql: str) -> None:
     for statement in statements:
         kind = statement.type
         if kind == duckdb.StatementType.EXPLAIN:
-            inner = _EXPLAIN.match(statement.query)
+            inner = _EXPLAIN.match(_without_leading_comments(statement.query))
             if inner is None:
                 raise QueryError(
                     "only read-only SELECT queries are allowed; got EXPLAIN of an unrecognised statement"
                 )
             check_read_only(inner.group(2))
         elif kind != duckdb.StatementType.SELECT:
-            raise QueryError(f"only read-only SELECT queries are allowed; got {kind.name}")
+            raise QueryError(f"only read-only SELECT queries are allowed; got {_statement_name(statement)}")
+    if len(statements) > 1:  # DuckDB would run them all and answer with the last one's result only
+        raise QueryError(f"one statement per query: got {len(statements)} statements separated by ';'; "
+                         "run each one as its own query")
+
+
+_LEADING_COMMENTS = re.compile(r"^(\s+|--[^\n]*(\n|$)|/\*.*?\*/)*", re.DOTALL)
+# statements DuckDB parses as another kind: INSTALL as LOAD, IMPORT DATABASE as PRAGMA
+_MISNAMED = re.compile(r"^((force\s+)?install|import\s+database)\b", re.IGNORECASE)
+
+
+def _without_leading_comments(text: str) -> str:
+    return text[_LEADING_COMMENTS.match(text).end():]
+
+
+def _statement_name(statement) -> str:
+    """The statement's kind as the user wrote it (DuckDB's type, except where DuckDB files it under another)."""
+    misnamed = _MISNAMED.match(_without_leading_comments(statement.query))
+    return " ".join(misnamed.group(1).upper().split()) if misnamed else statement.type.name
 
 
 def _lock_down(con: duckdb.DuckDBPyConnection, wh: Warehouse) -> None:

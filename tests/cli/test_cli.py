@@ -15,9 +15,9 @@ import mechanisms
 VHD = str(Path(sys.executable).parent / "vhd")
 
 
-def vhd(*args, env=None, check=False, timeout=300):
+def vhd(*args, env=None, check=False, timeout=300, cwd=None, input=None):
     result = subprocess.run([VHD, *args], capture_output=True, text=True, timeout=timeout,
-                            env={**os.environ, **(env or {})})
+                            env={**os.environ, **(env or {})}, cwd=cwd, input=input)
     if check:
         assert result.returncode == 0, result.stderr
     return result

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.cli.test_cli import assert_one_line_error, vhd
@@ -37,10 +39,11 @@ REFUSED_STATEMENTS = [
     ("COPY (SELECT * FROM environments) TO '/tmp/out.parquet' (FORMAT parquet)", "COPY"),
     ("COPY environments FROM '/tmp/in.csv'", "COPY"),
     ("EXPORT DATABASE '/tmp/db'", "EXPORT"),
-    ("IMPORT DATABASE '/tmp/db'", "PRAGMA"),  # DuckDB parses IMPORT DATABASE as a PRAGMA
-    ("INSTALL httpfs", "LOAD"),  # DuckDB parses INSTALL as a LOAD statement
+    ("IMPORT DATABASE '/tmp/db'", "IMPORT DATABASE"),  # DuckDB parses IMPORT DATABASE as a PRAGMA
+    ("INSTALL httpfs", "INSTALL"),  # DuckDB parses INSTALL as a LOAD statement: named as written
     ("LOAD httpfs", "LOAD"),
-    ("FORCE INSTALL httpfs FROM core_nightly", "LOAD"),
+    ("FORCE INSTALL httpfs FROM core_nightly", "FORCE INSTALL"),
+    ("-- a comment\n/* another */ install httpfs", "INSTALL"),
     ("SET enable_external_access = true", "SET"),
     ("SET allowed_directories = ['/']", "SET"),
     ("SET lock_configuration = false", "SET"),
@@ -104,10 +107,40 @@ def test_files_inside_the_warehouse_can_be_read(wh):
     [
         ("COPY environments TO '/tmp/x.csv'", "got COPY"),
         ("ATTACH '/tmp/x.duckdb'", "got ATTACH"),
-        ("INSTALL httpfs", "got LOAD"),
+        ("INSTALL httpfs", "got INSTALL"),
+        ("SELECT 1; SELECT 2", "one statement per query"),
         ("SET enable_external_access = true", "got SET"),
         ("SELECT * FROM read_csv('/etc/hostname')", "reads outside the warehouse (file \"/etc/hostname\")"),
     ],
 )
 def test_cli_refusals_are_one_line(wh, sql, needle):
     assert_one_line_error(vhd("query", sql, "--warehouse", wh.url), needle)
+
+
+@pytest.mark.parametrize("sql", ["SELECT 1; SELECT 2", "SELECT count(*) FROM environments;SELECT 2;",
+                                 "SELECT 1; -- first\nSELECT 2"])
+def test_several_statements_are_refused(wh, sql):
+    with pytest.raises(QueryError, match="^one statement per query: got 2 statements") as caught:
+        run_query(wh, sql)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("sql", ["SELECT 1;", "SELECT 1; -- a trailing comment", "SELECT 1;;"])
+def test_one_statement_with_a_trailing_semicolon_runs(wh, sql):
+    assert run_query(wh, sql).num_rows == 1
+
+
+@pytest.mark.parametrize("reader", ["read_csv('.tmp/leak.csv')", "glob('.tmp/*')", "read_text('.tmp/leak.csv')",
+                                    "read_csv('{cwd}/.tmp/leak.csv')"])
+def test_no_file_of_the_working_directory_is_readable(wh, tmp_path, reader):
+    """DuckDB reads its temp directory whatever allowed_directories says, and its default is <cwd>/.tmp."""
+    cwd = tmp_path / "elsewhere"
+    (cwd / ".tmp").mkdir(parents=True)
+    (cwd / ".tmp" / "leak.csv").write_text("secret\nhunter2\n")
+    result = vhd("query", f"SELECT * FROM {reader.format(cwd=cwd)}", "--warehouse", wh.url, cwd=cwd)
+    assert_one_line_error(result, "Permission denied: the query reads outside the warehouse")
+    assert "hunter2" not in result.stdout + result.stderr
+    spill = vhd("query", "SELECT current_setting('temp_directory') AS t", "--format", "csv", "--warehouse", wh.url,
+                cwd=cwd, check=True).stdout.splitlines()[1]
+    assert not spill.startswith(str(cwd)) and "vhd-duckdb-" in spill
+    assert not Path(spill).exists()  # the private spill folder is gone with the process
