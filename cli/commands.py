@@ -97,6 +97,9 @@ def _preflight_serve(args) -> None:
     check_count(args.count)
     if check_families(args.families) is not None:
         mechanisms.resolve_families(args.families)
+    from setter import make_setter
+
+    make_setter(args.setter, args.model)  # --model with the template setter, or litellm without one
     if args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
     _warehouse(args, read=False, write=True)
@@ -125,7 +128,8 @@ def cmd_generate(args) -> int:
                                shard_size=args.shard_size, plan_name=args.plan_name,
                                fallback_model=args.fallback_model, max_cost_usd=args.max_cost_usd)
     _print_summary(summary, wh)
-    return 0 if summary["status"] != "failed" else 1
+    nothing_admitted = summary.get("requested", 0) > 0 and summary["admitted"] == 0  # e.g. every model call failed
+    return 1 if summary["status"] == "failed" or nothing_admitted else 0
 
 
 def _print_summary(summary: dict, wh) -> None:

@@ -98,6 +98,9 @@ def run_generate_state(workers: int | None = None, runner: str = "threads", dask
     from warehouse.preflight import check_writable
 
     check_writable(parameters.get("warehouse"))  # a bad warehouse fails now in one line, not at landing
+    from setter import make_setter  # --model with the template setter is refused, not written into the rows
+
+    make_setter(parameters.get("setter", "template"), parameters.get("model"), parameters.get("fallback_model"))
     check_runner(runner, dask_address, parameters.get("max_cost_usd"))
     if workers is None:
         workers = DEFAULT_DASK_WORKERS if runner == "dask" else DEFAULT_WORKERS

@@ -12,6 +12,8 @@ SETTERS = ("template", "litellm")
 def make_setter(name: str, model: str | None = None, fallback_model: str | None = None):
     """The setter of that name (litellm needs a model; the fallback model is optional)."""
     if name == "template":
+        if model:  # the template setter asks no model: rows must not claim one
+            raise ValueError("--model needs --setter litellm")
         if fallback_model:
             raise ValueError("--fallback-model needs --setter litellm")
         from setter.template import TemplateSetter

@@ -112,6 +112,17 @@ def call_cost(model: str, response, prompt_tokens: int | None, completion_tokens
         return None, "unknown"
 
 
+def failed_call_cost(error: BaseException) -> tuple[float | None, str]:
+    """(cost_usd, cost_source) of a call that raised. Only a refusal the provider answered with a 4xx status (bad
+    request, authentication, rate limit) is known to be billed nothing; anything else (nothing listening, a lost
+    connection, a timeout, a 5xx: litellm reports "Connection error." as InternalServerError 500) may or may not
+    have been processed, so its cost is unknown: null, never 0."""
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int) and 400 <= status < 500 and status != 408:
+        return 0.0, "provider"
+    return None, "unknown"
+
+
 def complete(models: list[str], messages: list[dict[str, str]], schema: dict[str, Any], instance_key: str,
              attempt: int) -> Answer:
     """The first model that answers (after retries) wins; each try is recorded."""
@@ -161,12 +172,9 @@ def _call_with_retries(model: str, messages, schema, options, instance_key: str,
             response = litellm.completion(model=model, messages=messages, max_tokens=MAX_COMPLETION_TOKENS,
                                           response_format=fmt, **{"num_retries": 0, **options})
         except Exception as error:
-            # a call the provider refused (rate limit, bad request) is billed nothing; one that timed out or
-            # lost its connection may have been processed, so its cost is unknown
-            unknown = type(error).__name__ in ("Timeout", "APIConnectionError")
+            cost, source = failed_call_cost(error)
             record = _record(model, instance_key, attempt, time.perf_counter() - started,
-                             cost_usd=None if unknown else 0.0, cost_source="unknown" if unknown else "provider",
-                             error=f"{type(error).__name__}: {error}"[:500])
+                             cost_usd=cost, cost_source=source, error=f"{type(error).__name__}: {error}"[:500])
             tries.append(record)
             _publish(record)
             raise

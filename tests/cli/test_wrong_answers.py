@@ -1,0 +1,84 @@
+"""No wrong answer exits 0 (issue 14): unknown LLM cost lands as null, a run that admitted nothing fails, --model
+with the template setter is refused. Every case runs the real `vhd` command against the test Prefect server."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+VHD = str(Path(sys.executable).parent / "vhd")
+
+
+def vhd(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([VHD, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def one_error_line(result: subprocess.CompletedProcess) -> str:
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", [
+    ["generate", "--count", "1", "--families", "knapsack", "--model", "openai/gpt-4o-mini"],
+    ["serve", "--count", "1", "--model", "openai/gpt-4o-mini"],
+])
+def test_model_with_the_template_setter_is_refused(command, tmp_path):
+    result = vhd(*command, "--warehouse", str(tmp_path / "wh"), env={"PREFECT_API_URL": "http://127.0.0.1:9/api"})
+    assert result.returncode == 2
+    assert one_error_line(result) == "error: --model needs --setter litellm"
+    assert not (tmp_path / "wh").exists()
+
+
+def test_the_flow_entry_refuses_model_with_the_template_setter(tmp_path):
+    from flows.generate import run_generate_state
+
+    with pytest.raises(ValueError, match="--model needs --setter litellm"):
+        run_generate_state(count=1, families="knapsack", setter="template", model="openai/gpt-4o-mini",
+                           warehouse=str(tmp_path / "wh"))
+
+
+def test_failed_llm_calls_cost_null_and_a_run_that_admitted_nothing_exits_1(prefect_server, tmp_path):
+    warehouse = str(tmp_path / "wh")
+    options = json.dumps({"api_base": f"http://127.0.0.1:{closed_port()}/v1", "api_key": "unused", "timeout": 5})
+    result = vhd("generate", "--count", "1", "--families", "knapsack", "--date", "2026-06-01", "--setter", "litellm",
+                 "--model", "openai/nothing-listening", "--warehouse", warehouse, "--no-progress",
+                 env={"VHD_LLM_OPTIONS": options, "VHD_LLM_RETRIES": "0", "VHD_LLM_RETRY_WAIT": "0",
+                      "VHD_LLM_CACHE": "off"})
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "0 admitted" in result.stdout  # the summary line is still printed
+    assert "Traceback" not in result.stderr
+    calls = duckdb.sql(f"SELECT cost_usd, cost_source, error FROM read_parquet('{warehouse}/llm_calls/**/*.parquet', "
+                       "hive_partitioning = true)").fetchall()
+    assert calls, "the failed calls are recorded"
+    for cost, source, error in calls:
+        assert cost is None and source == "unknown", (cost, source, error)
+        assert "Connection error" in error
+
+
+def test_a_refusal_with_a_4xx_status_is_known_to_cost_nothing():
+    import litellm
+
+    from setter.llm_client import failed_call_cost
+
+    refused = litellm.BadRequestError("bad request", model="openai/x", llm_provider="openai")
+    unreachable = litellm.InternalServerError("Connection error.", model="openai/x", llm_provider="openai")
+    assert failed_call_cost(refused) == (0.0, "provider")
+    assert failed_call_cost(unreachable) == (None, "unknown")
+    assert failed_call_cost(TimeoutError("slow")) == (None, "unknown")
