@@ -1,26 +1,32 @@
-"""Wall time of N admitted environments end to end through Prefect, and the ratio to a plain in-process loop.
+"""Wall time of N admitted environments: a plain single-process loop, then the `generate` flow as `vhd generate` runs
+it (the default runner: threads, the stages' CPU work in one worker process per core), and the ratio.
 
-    .venv/bin/python benchmarks/generate.py [--count 3300] [--workers 4]
+    .venv/bin/python benchmarks/generate.py [--count 3300] [--families all] [--processes N] [--small 10]
 
-Both runs use the same plan (same date, families, shards) and land into fresh warehouses; the script checks
-that both land the same environment ids. The Prefect run uses $PREFECT_API_URL when set, else Prefect's
-ephemeral server.
+Both runs use the same plan (same date, families, shards) and land into fresh warehouses; the script checks that
+both land the same environment ids. The flow reports to $PREFECT_API_URL when set, else to vhd's local Prefect
+server (started once and reused, as the CLI does; its start is not in the figures). It also prints the CPU seconds
+each side used (the flow's process, its worker processes, the Prefect server) and, with --small N, the wall time of
+`vhd generate --count N` as a command, with the server already running.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
 
-def plain_loop(warehouse: str, **plan) -> float:
+def plain_loop(warehouse: str, date: str, count: int, families: str | None) -> float:
+    """The stage functions one after the other in this process: no Prefect, no worker processes."""
     import datetime as dt
 
     from tasks.commit import commit
@@ -33,11 +39,12 @@ def plain_loop(warehouse: str, **plan) -> float:
 
     started = time.perf_counter()
     begun = dt.datetime.now(dt.UTC)
-    shards = plan_shards(plan["date"], plan["count"], plan["families"])
+    shards = plan_shards(date, count, families)
     landed = []
     for shard in shards:
         candidates = render_candidates(shard, solve_instances(shard, sample_instances(shard)))
         landed.append(land_result(warehouse, validate_candidates(shard, candidates), "plain-loop"))
+    plan = {"date": date, "count": count, "families": families}
     commit(warehouse, "plain-loop", None, shards[0].date, plan, landed, 0, [], begun)
     return time.perf_counter() - started
 
@@ -50,35 +57,79 @@ def env_ids(warehouse: str) -> set[str]:
     return set(table.column("env_id").to_pylist())
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process and its reaped children (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return sum(int(fields[i]) for i in (11, 12, 13, 14)) / ticks
+
+
+def server_pid(url: str) -> int | None:
+    """The pid of the local Prefect server answering at `url`, when it is vhd's (else None: not measured)."""
+    from cli.prefect_server import running
+
+    record = running()
+    return record.pid if record is not None and record.url == url else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=3300)
-    parser.add_argument("--families", default="inventory_dp,knapsack,lp")
-    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--families", default=None, help="family ids or groups (default: all 13)")
+    parser.add_argument("--processes", type=int, default=None, help="worker processes (default: one per core)")
     parser.add_argument("--date", default="2026-01-01")
+    parser.add_argument("--small", type=int, default=10, help="also time `vhd generate --count N` (0: skip)")
     args = parser.parse_args()
-    plan = {"date": args.date, "count": args.count, "families": args.families}
-    with tempfile.TemporaryDirectory() as root:
-        os.environ.setdefault("PREFECT_HOME", str(Path(root) / "prefect"))
-        loop_wh, flow_wh = str(Path(root) / "loop"), str(Path(root) / "flow")
-        loop_s = plain_loop(loop_wh, **plan)
-        from flows.generate import run_generate
 
+    if not os.environ.get("PREFECT_API_URL"):
+        from cli.prefect_server import use_local_server
+
+        use_local_server(start=True)  # exports PREFECT_API_URL; its start is not measured
+    url = os.environ["PREFECT_API_URL"]
+    server = server_pid(url)
+    with tempfile.TemporaryDirectory() as root:
+        loop_wh, flow_wh = str(Path(root) / "loop"), str(Path(root) / "flow")
+        loop_cpu = time.process_time()
+        loop_s = plain_loop(loop_wh, args.date, args.count, args.families)
+        loop_cpu = time.process_time() - loop_cpu
+
+        from flows.generate import run_generate, stage_processes
+        from tasks import pool
+
+        processes = stage_processes(args.processes, args.count)
+        run_generate(warehouse=str(Path(root) / "warm"), date=args.date, count=3, families="knapsack")  # imports
+        server_cpu = process_cpu_seconds(server) if server else None
+        own_cpu = time.process_time()
         started = time.perf_counter()
-        run_generate(workers=args.workers, warehouse=str(Path(root) / "warm"), date=args.date, count=3,
-                     families="lp")
-        warm_s = time.perf_counter() - started  # the API server's start (ephemeral unless $PREFECT_API_URL)
-        started = time.perf_counter()
-        summary = run_generate(workers=args.workers, warehouse=flow_wh, **plan)
+        summary = run_generate(warehouse=flow_wh, date=args.date, count=args.count, families=args.families,
+                               processes=processes)
         flow_s = time.perf_counter() - started
+        own_cpu = time.process_time() - own_cpu
+        workers_cpu = pool.last_run_worker_cpu_seconds()
+        server_cpu = process_cpu_seconds(server) - server_cpu if server else None
         same = env_ids(loop_wh) == env_ids(flow_wh)
-    print(f"environments admitted (prefect): {summary['admitted']} of {args.count}, rejected attempts "
+
+        small_s = None
+        if args.small:
+            vhd = str(Path(sys.executable).parent / "vhd")
+            started = time.perf_counter()
+            subprocess.run([vhd, "generate", "--count", str(args.small), "--warehouse", str(Path(root) / "small"),
+                            "--date", args.date, "--no-progress"], check=True, capture_output=True)
+            small_s = time.perf_counter() - started
+
+    families = args.families or "all 13 families"
+    print(f"plan: {args.count} environments of {families}, date {args.date}")
+    print(f"environments admitted (flow): {summary['admitted']} of {args.count}, rejected attempts "
           f"{summary['rejected']}")
-    print(f"plain in-process loop: {loop_s:8.2f} s  ({args.count / loop_s:7.1f} env/s)")
-    print(f"prefect flow ({args.workers} threads): {flow_s:8.2f} s  ({args.count / flow_s:7.1f} env/s)")
-    print(f"prefect API start + a 3-environment warm-up run: {warm_s:.2f} s (not in the flow figure)")
-    print(f"orchestration ratio (prefect / loop): {flow_s / loop_s:.3f}")
+    print(f"plain single-process loop: {loop_s:8.2f} s  ({args.count / loop_s:6.1f} env/s, {loop_cpu:.1f} s CPU)")
+    print(f"flow, default runner ({processes} worker processes): {flow_s:8.2f} s  ({args.count / flow_s:6.1f} env/s)")
+    print(f"  CPU seconds: flow process {own_cpu:.1f}, worker processes "
+          f"{'n/a' if workers_cpu is None else f'{workers_cpu:.1f}'}, Prefect server "
+          f"{'n/a (not vhd local server)' if server_cpu is None else f'{server_cpu:.1f}'}")
+    print(f"ratio (flow / loop): {flow_s / loop_s:.3f}")
     print(f"same environment ids in both: {same}")
+    if small_s is not None:
+        print(f"`vhd generate --count {args.small}` with the server running: {small_s:.2f} s")
 
 
 if __name__ == "__main__":
