@@ -68,7 +68,8 @@ def cmd_eval(args, wh) -> int:
                            limit=args.limit, model=args.model, agent_config=config, seed=args.seed,
                            warehouse=wh.url)
     console.print(f"[bold]{summary['eval_run_id']}[/bold] on {summary['date']}: {summary['episodes']} episode(s) "
-                  f"of {summary['environments']} environment(s), {summary['model_errors']} with model errors, "
+                  f"of {summary['environments']} environment(s), {summary['model_errors']} failed (the model kept "
+                  f"failing: score null, error in the row), "
                   f"{summary['wall_seconds']:.1f} s")
     for failure in summary["failures"]:
         console.print(f"[yellow]episode failed:[/yellow] {failure}")

@@ -25,7 +25,8 @@ def evaluation_id(eval_run_id: str, env_id: str, mode: str, agent: str, model: s
 
 def play_episode(spec: EnvSpec, mode: str, agent: str, eval_run_id: str, seed: int = 0,
                  config: AgentConfig | None = None) -> dict[str, Any]:
-    """Play one episode and return its `evaluations` row (a model that kept failing is in `error`)."""
+    """Play one episode and return its `evaluations` row (a model that kept failing is in `error`, and then the
+    episode's score and u are null: avg(score) must not count it as a zero)."""
     if agent not in AGENT_CHOICES:
         raise ValueError(f"unknown agent {agent!r}; choose one of {', '.join(AGENT_CHOICES)}")
     if agent == LITELLM and config is None:
@@ -45,9 +46,11 @@ def play_episode(spec: EnvSpec, mode: str, agent: str, eval_run_id: str, seed: i
         row.update(prompt_tokens=0, completion_tokens=0, cost_usd=0.0)  # no model: nothing was spent, known
         trajectory = {"tool_calls": env.trajectory}
     result = env.result(agent)
+    failed = row["error"] is not None  # the model kept failing: the episode has no score (null), not a zero
     row.update(evaluation_id=evaluation_id(eval_run_id, spec.env_id, mode, agent, model, seed),
                eval_run_id=eval_run_id, env_id=spec.env_id, family=spec.family, mode=mode, agent=agent,
-               model=model, seed=seed, score=result.score, u=result.u, turns=result.turns,
+               model=model, seed=seed, score=None if failed else result.score, u=None if failed else result.u,
+               turns=result.turns,
                tool_errors=result.errors, trajectory_json=json.dumps(trajectory, default=str),
                started_at=started, finished_at=dt.datetime.now(dt.UTC))
     return row

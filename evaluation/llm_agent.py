@@ -23,7 +23,7 @@ from typing import Any
 from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from envs.environment import Environment
-from setter.llm_client import call_cost, is_transient_llm_error, llm_options, retries
+from setter.llm_client import call_cost, failed_call_cost, is_transient_llm_error, llm_options, retries
 from setter.local_server import json_object_format
 
 TOOL_CALL_FORMATS = ("native", "json")
@@ -166,9 +166,7 @@ def _complete(env: Environment, config: AgentConfig, messages: list[dict[str, An
         try:
             response = litellm.completion(**request, **options)
         except Exception as error:
-            # refused calls are billed nothing; a timeout or a lost connection may have been processed (unknown)
-            unknown = type(error).__name__ in ("Timeout", "APIConnectionError")
-            usage.add(0, 0, None if unknown else 0.0)
+            usage.add(0, 0, failed_call_cost(error)[0])  # 0 only for a 4xx refusal, else unknown (null)
             raise
         tokens = getattr(response, "usage", None)
         prompt, completion = getattr(tokens, "prompt_tokens", None), getattr(tokens, "completion_tokens", None)

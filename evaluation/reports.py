@@ -13,7 +13,7 @@ def run_summary_sql(eval_run_id: str) -> str:
     """Mean score per family and mode of one eval run (episodes whose model kept failing are counted apart)."""
     run = eval_run_id.replace("'", "''")
     return ("SELECT family, mode, count(*) AS episodes, round(avg(score) FILTER (WHERE error IS NULL), 4) AS "
-            "mean_score, count(error) AS model_errors, round(avg(turns), 1) AS turns, "
+            "mean_score, count(error) AS failed, round(avg(turns), 1) AS turns, "
             f"sum(prompt_tokens) + sum(completion_tokens) AS tokens, {_USD} FROM evaluations "
             f"WHERE eval_run_id = '{run}' GROUP BY ALL ORDER BY ALL")
 
@@ -23,10 +23,10 @@ REPORT = [
      f"SELECT family, coalesce(model, agent) AS agent, {_BY_MODE}, "
      "round(avg(score) FILTER (WHERE mode = 'hidden' AND error IS NULL) - avg(score) FILTER "
      "(WHERE mode = 'revealed' AND error IS NULL), 3) AS hidden_minus_revealed, count(*) AS episodes, "
-     "count(error) AS model_errors FROM evaluations GROUP BY ALL ORDER BY agent, family"),
+     "count(error) AS failed FROM evaluations GROUP BY ALL ORDER BY agent, family"),
     ("per agent and mode: episodes, mean score, turns, tokens and USD",
      "SELECT coalesce(model, agent) AS agent, mode, count(*) AS episodes, "
-     "round(avg(score) FILTER (WHERE error IS NULL), 4) AS mean_score, count(error) AS model_errors, "
+     "round(avg(score) FILTER (WHERE error IS NULL), 4) AS mean_score, count(error) AS failed, "
      "round(avg(turns), 1) AS turns, sum(prompt_tokens) + sum(completion_tokens) AS tokens, "
      f"{_USD} FROM evaluations GROUP BY ALL ORDER BY agent, mode"),
 ]

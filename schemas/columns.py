@@ -118,8 +118,8 @@ EVALUATIONS = _schema(
     ("agent", STRING),
     ("model", STRING, NULLABLE),
     ("seed", INT64),
-    ("score", FLOAT64),
-    ("u", FLOAT64),
+    ("score", FLOAT64, NULLABLE),  # null with u when the model kept failing (error says why): no score, not 0
+    ("u", FLOAT64, NULLABLE),
     ("turns", INT64),
     ("tool_errors", INT64),
     ("llm_calls", INT64),

@@ -150,8 +150,8 @@ class EvaluationsModel(pa.DataFrameModel):
     agent: Series[str]
     model: Series[str] = pa.Field(nullable=True)  # the litellm model; null for a baseline agent
     seed: Series[int]
-    score: Series[float] = pa.Field(ge=0, le=1)
-    u: Series[float]
+    score: Series[float] = pa.Field(ge=0, le=1, nullable=True)  # null with u when the model kept failing (error)
+    u: Series[float] = pa.Field(nullable=True)
     turns: Series[int] = pa.Field(ge=0)
     tool_errors: Series[int] = pa.Field(ge=0)
     llm_calls: Series[int] = pa.Field(ge=0)

@@ -3,6 +3,7 @@ with the template setter is refused. Every case runs the real `vhd` command agai
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import socket
@@ -82,3 +83,32 @@ def test_a_refusal_with_a_4xx_status_is_known_to_cost_nothing():
     assert failed_call_cost(refused) == (0.0, "provider")
     assert failed_call_cost(unreachable) == (None, "unknown")
     assert failed_call_cost(TimeoutError("slow")) == (None, "unknown")
+
+
+def test_an_evaluation_whose_model_never_answered_lands_a_null_score_and_is_counted_as_failed(prefect_server, tmp_path):
+    warehouse = str(tmp_path / "wh")
+    generated = vhd("generate", "--count", "2", "--families", "knapsack", "--date", "2026-06-02", "--warehouse",
+                    warehouse, "--no-progress")
+    assert generated.returncode == 0, generated.stderr
+    api_base = f"http://127.0.0.1:{closed_port()}/v1"
+    result = vhd("eval", "--agent", "litellm", "--model", "openai/nothing-listening", "--api-base", api_base,
+                 "--mode", "hidden", "--warehouse", warehouse, "--format", "json",
+                 env={"VHD_LLM_RETRIES": "0", "VHD_LLM_RETRY_WAIT": "0"})
+    assert "Traceback" not in result.stderr, result.stderr
+    assert "2 failed (the model kept failing: score null" in result.stdout, result.stdout
+    rows = json.loads(vhd("query", "SELECT score, u, error, cost_usd FROM evaluations", "--format", "json",
+                          "--warehouse", warehouse).stdout)
+    assert len(rows) == 2
+    for row in rows:
+        assert row["score"] is None and row["u"] is None and row["cost_usd"] is None, row
+        assert "Connection error" in row["error"]
+    report = vhd("report", "eval", "--format", "csv", "--warehouse", warehouse)
+    assert report.returncode == 0, report.stderr
+    tables, header = [], None
+    for line in csv.reader(report.stdout.splitlines()):
+        if "failed" in line:
+            header = line
+        elif header and line and "openai/nothing-listening" in line:
+            tables.append(dict(zip(header, line, strict=True)))
+    assert len(tables) == 2, report.stdout  # both report tables say how many failed and score none of them
+    assert all(row["failed"] == "2" and row.get("mean_score", row.get("hidden")) == "" for row in tables), tables

@@ -32,10 +32,14 @@ def test_model_errors_are_retried_then_land_in_the_row(warehouse, monkeypatch):
                            model="openai/gpt-4o-mini", warehouse=warehouse)
     assert summary["episodes"] == 4 and summary["model_errors"] == 4 and summary["failures"] == []
     assert len(calls) == 8  # each episode: one try and one retry
-    rows = run_query(resolve_warehouse(warehouse), "SELECT error, llm_calls, turns FROM evaluations "
+    rows = run_query(resolve_warehouse(warehouse), "SELECT error, llm_calls, turns, score, u FROM evaluations "
                      f"WHERE eval_run_id = '{summary['eval_run_id']}'").to_pylist()
     assert len(rows) == 4
     assert all(r["error"].startswith("ServiceUnavailableError after 2") and r["llm_calls"] == 2 for r in rows)
+    assert all(r["score"] is None and r["u"] is None for r in rows)  # landed as null: avg(score) skips them
+    [mean] = run_query(resolve_warehouse(warehouse), "SELECT avg(score) AS mean FROM evaluations "
+                       f"WHERE eval_run_id = '{summary['eval_run_id']}'").to_pylist()
+    assert mean["mean"] is None
 
 
 def test_concurrency_must_be_positive(warehouse):
