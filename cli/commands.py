@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 from cli.llm import cmd_llm  # noqa: F401 - `vhd llm`, looked up by name in cli.main
-from cli.output import arrow_rows, console, print_rows
+from cli.output import arrow_rows, console, escape, literal, print_literal, print_rows
 from cli.prefect_server import cmd_server  # noqa: F401 - `vhd server`, looked up by name in cli.main
+from schemas.strict_json import dumps
 
 
 def is_user_error(error: BaseException) -> bool:
@@ -143,7 +144,7 @@ def _print_summary(summary: dict, wh) -> None:
         f"status {summary['status']}"
     )
     if summary.get("error"):
-        console.print(f"[yellow]incomplete:[/yellow] {summary['error']}")
+        console.print(f"[yellow]incomplete:[/yellow] {escape(str(summary['error']))}")
     table = run_query(wh, "SELECT family, split, count(*) AS environments, round(avg(tool_count), 1) AS tools, "
                           "round(avg((u0 - u_idle) / nullif(u_star - u_idle, 0)), 3) AS default_position, "
                           f"round(avg(online_score), 3) AS online_score FROM environments "
@@ -182,7 +183,7 @@ def cmd_solve(args) -> int:
         return 0
     report = solve_report(mechanism, read_params(mechanism, args.params))
     if args.format == "json":
-        print(json.dumps(report, indent=1, default=str))
+        print(dumps(report, indent=1))
         return 0
     console.print(f"[bold]{report['family']}[/bold] v{report['version']}: u* = {report['u_star']:.6g}  "
                   f"(solver: {report['solver']}, {report['solve_seconds'] * 1000:.1f} ms)")
@@ -193,7 +194,7 @@ def cmd_solve(args) -> int:
                [(i, a["op"], json.dumps(a["args"])) for i, a in enumerate(report["optimal_actions"], start=1)],
                title="optimal plan")
     if report["facts"]:
-        console.print("solver facts: " + json.dumps(report["facts"], default=str)[:2000])
+        print_literal("solver facts: ", literal(dumps(report["facts"])[:2000]))
     return 0
 
 
@@ -216,14 +217,14 @@ def cmd_show(args) -> int:
         print(spec.model_dump_json(indent=1))
         return 0
     r, ref = spec.rendering, spec.reference
-    console.print(f"[bold]{r.title}[/bold]  ({spec.env_id})")
-    console.print(f"family {spec.family} v{spec.version}, split {spec.split}, size {spec.size}, horizon "
-                  f"{spec.horizon}, domain {r.domain} ({r.passage_id}), setter {spec.setter}, "
-                  f"budget {spec.turn_budget}")
+    print_literal(literal(r.title, style="bold"), literal(f"  ({spec.env_id})"))
+    print_literal(literal(f"family {spec.family} v{spec.version}, split {spec.split}, size {spec.size}, horizon "
+                          f"{spec.horizon}, domain {r.domain} ({r.passage_id}), setter {spec.setter}, "
+                          f"budget {spec.turn_budget}"))
     console.print(f"u* = {ref.u_star:.6g} ({ref.solver}), u0 = {ref.u0:.6g}, u_idle = {ref.u_idle:.6g}")
     print_rows(["tool", "kind", "operation", "description"],
                [(t.name, t.kind, t.operation, t.description) for t in r.tools], title="tools")
-    console.print("[bold]hidden-mode instructions[/bold]\n" + r.instructions["hidden"])
+    print_literal("[bold]hidden-mode instructions[/bold]\n", literal(r.instructions["hidden"]))
     return 0
 
 
@@ -237,13 +238,13 @@ def cmd_play(args) -> int:
     else:
         result = play(env, args.agent, seed=args.seed)
     if args.format == "json":
-        print(json.dumps({"env_id": result.env_id, "mode": result.mode, "agent": result.agent, "score": result.score,
-                          "u": result.u, "turns": result.turns, "errors": result.errors,
-                          "trajectory": result.trajectory}, default=str, indent=1))
+        print(dumps({"env_id": result.env_id, "mode": result.mode, "agent": result.agent, "score": result.score,
+                     "u": result.u, "turns": result.turns, "errors": result.errors,
+                     "trajectory": result.trajectory}, indent=1))
         return 0
     if args.agent != "human":
         print_rows(["turn", "tool", "arguments", "result"],
-                   [(i, s["tool"], json.dumps(s["arguments"]), json.dumps(s["result"]))
+                   [(i, s["tool"], dumps(s["arguments"]), dumps(s["result"]))
                     for i, s in enumerate(result.trajectory, start=1)], title=f"{args.agent} in {args.mode} mode")
     console.print(f"score {result.score:.4f}  (u = {result.u:.6g}, u* = {spec.reference.u_star:.6g}, "
                   f"u0 = {spec.reference.u0:.6g}), {result.turns} turns, {result.errors} errors")
@@ -251,7 +252,7 @@ def cmd_play(args) -> int:
 
 
 def _play_interactively(env):
-    console.print(env.instructions + "\n")
+    print_literal(literal(env.instructions + "\n"))
     print_rows(["tool", "arguments", "description"],
                [(t["function"]["name"], ", ".join(t["function"]["parameters"].get("properties", {})),
                  t["function"]["description"]) for t in env.tools()], title="tools")
@@ -264,7 +265,7 @@ def _play_interactively(env):
         if line in ("", "quit", "exit"):
             break
         name, _, rest = line.partition(" ")
-        console.print(env.call(name, rest.strip() or None))
+        print_literal(literal(env.call(name, rest.strip() or None)))
     return env.result("human")
 
 
@@ -294,19 +295,30 @@ def cmd_report(args) -> int:
 
 
 def cmd_warehouse(args) -> int:
-    from warehouse.maintenance import check, compact
+    from warehouse.maintenance import clean, compact, inspect
 
-    wh = _warehouse(args, write=args.action == "compact")
+    wh = _warehouse(args, write=args.action in ("compact", "clean"))
     if args.action == "compact":
         merged = compact(wh)
         for line in merged:
             print(line)
         print(f"compacted {len(merged)} partition(s) of {wh.url}" if merged else f"nothing to compact in {wh.url}")
         return 0
-    problems = check(wh)
-    for line in problems:
+    if args.action == "clean":
+        removed, kept = clean(wh, args.min_age_hours)
+        for line in removed + kept:
+            print(line)
+        print(f"removed {len(removed)} leftover file(s) from {wh.url}"
+              + (f"; kept {len(kept)} younger than {args.min_age_hours:g} h" if kept else ""))
+        return 0
+    problems, leftovers = inspect(wh)
+    for line in problems + leftovers:
         print(line)
-    print(f"{len(problems)} problem(s) in {wh.url}" if problems else f"no problems in {wh.url}")
+    summary = f"{len(problems)} problem(s) in {wh.url}" if problems else f"no problems in {wh.url}"
+    if leftovers:
+        summary += (f"; {len(leftovers)} leftover file(s) no query sees: vhd warehouse clean removes those older "
+                    f"than 24 h")
+    print(summary)
     return 1 if problems else 0
 
 

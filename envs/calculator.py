@@ -25,9 +25,14 @@ def evaluate(expression: str) -> float:
     except SyntaxError:
         raise CalculatorError(f"cannot parse expression {expression!r}") from None
     try:
-        return float(_eval(tree.body))
-    except (ZeroDivisionError, OverflowError, ValueError, TypeError) as error:
+        result = float(_eval(tree.body))
+    except OverflowError:
+        result = math.inf
+    except (ZeroDivisionError, ValueError, TypeError) as error:
         raise CalculatorError(f"cannot evaluate {expression!r}: {error}") from None
+    if not math.isfinite(result):  # 1e308 * 10 is inf, inf - inf is nan: no JSON number says either
+        raise CalculatorError(f"cannot evaluate {expression!r}: the result is not a finite number (overflow)")
+    return result
 
 
 def _eval(node: ast.AST) -> float:

@@ -12,6 +12,7 @@ from envs.calculator import CalculatorError, evaluate
 from envs.scoring import score
 from mechanisms.base import ActionError
 from schemas.envspec import MODES, EnvSpec, Mode, ToolSpec
+from schemas.strict_json import dumps, loads
 
 SUBMIT_PLAN = "submit_plan"
 MAX_PLAN_STEPS = 2000
@@ -101,8 +102,9 @@ class Environment:
         return self._op_tool[operation]
 
     def call(self, name: str, arguments: dict[str, Any] | str | None = None) -> str:
-        """Call a tool; returns a JSON observation, or {"error": ...} with the state unchanged."""
-        return json.dumps(self.step(name, arguments), default=float)
+        """Call a tool; returns a JSON observation (strict JSON: a non-finite number is null), or {"error": ...}
+        with the state unchanged."""
+        return dumps(self.step(name, arguments), default=float)
 
     def step(self, name: str, arguments: dict[str, Any] | str | None = None) -> dict[str, Any]:
         """`call` without the JSON encoding: the observation as a dict (what scripted agents read)."""
@@ -195,9 +197,11 @@ def _parse_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
         return {}
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
+            arguments = loads(arguments)
         except json.JSONDecodeError as error:
             raise ActionError(f"arguments are not valid JSON: {error.msg}") from None
+        except RecursionError:
+            raise ActionError("arguments nest lists or objects too deeply") from None
     if not isinstance(arguments, dict):
         raise ActionError("arguments must be a JSON object")
     return arguments

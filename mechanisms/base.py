@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from schemas.envspec import Action, OperationSpec, pickled_actions, unpickled_actions
+from schemas.strict_json import LONG_INT_TEXT, is_long_int
 
 P = TypeVar("P", bound=BaseModel)
 
@@ -243,6 +244,8 @@ class Mechanism(ABC, Generic[P]):
 
 def _shown(value: Any) -> str:
     """A value as an error message quotes it: at most 40 characters (an agent may send a 5,000-digit number)."""
+    if is_long_int(value):  # Python refuses the repr of an integer of over 4,300 digits
+        return LONG_INT_TEXT
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
