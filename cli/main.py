@@ -111,10 +111,17 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--dask-address", metavar="tcp://HOST:PORT", help="dask scheduler to check")
     doctor.add_argument("--format", choices=("table", "json"), default="table")
 
-    house = add("warehouse", "check the warehouse for damaged, missing, unlisted or duplicated files, or compact it")
-    house.add_argument("action", choices=("check", "compact"),
-                       help="check: one line per problem, exit code 1 if any; compact: merge the small files of "
-                            "each table and date into one, atomically, without changing any query result")
+    house = add("warehouse", "check the warehouse for damaged, missing or duplicated files and crash leftovers, "
+                             "compact it, or clean the leftovers")
+    house.add_argument("action", choices=("check", "compact", "clean"),
+                       help="check: one line per problem (exit code 1 if any) and per leftover (files a crash left, "
+                            "invisible to queries; exit code 0 if only those); compact: merge the small files of "
+                            "each table and date into one, atomically, without changing any query result (one at a "
+                            "time; refused while a committed file is damaged); clean: delete the leftovers older "
+                            "than --min-age-hours")
+    house.add_argument("--min-age-hours", type=float, default=24.0,
+                       help="clean: leave unlisted files younger than this alone, a run may still commit them "
+                            "(default 24)")
 
     ev = add("eval", "play an agent (a baseline or any litellm model) over selected environments; land the episodes")
     ev.add_argument("--agent", choices=("oracle", "default", "idle", "random", "litellm"), default="litellm")

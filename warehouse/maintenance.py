@@ -17,17 +17,29 @@ query that listed the markers just before and then misses a deleted file runs on
 Compaction may run beside generation runs, but not beside another compaction of the same warehouse: two
 compactions that saw different listings would each publish a merged copy of the rows both saw.
 
+**Leftovers.** A process killed while landing (SIGKILL, a lost machine) leaves files no marker lists: shard
+files of a run that never committed, ``*.tmp-*`` files of an interrupted atomic write. They are invisible to every
+query, so ``check`` reports them as leftovers (a line of their own, exit code 0 when nothing else is wrong), and
+``clean`` deletes those older than ``CLEAN_MIN_AGE_HOURS`` (24 h: longer than any run takes to land and commit,
+so the files of a run still in progress are never touched), and files a compaction replaced that are still
+present. Only one compaction runs at a time: it holds ``_compaction.lock`` (see ``compaction_lock``).
+
 **Schema evolution.** A file may lack columns that were added to its table later (they read as nulls); it must
 hold its table's key column, and every column it holds must be one of the table's, with the table's type.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import hashlib
 import json
+import os
 import posixpath
+import socket
+import time
+import uuid
 from collections import defaultdict
 from typing import Any
 
@@ -41,6 +53,9 @@ from warehouse.location import Warehouse, WarehouseError
 
 COMPACTION_PREFIX = "compaction-"
 _SHOWN = 20
+CLEAN_MIN_AGE_HOURS = 24.0  # `vhd warehouse clean` leaves younger unlisted files alone: a run may still commit them
+LOCK_NAME = "_compaction.lock"
+S3_LOCK_STALE_SECONDS = 6 * 3600  # an S3 lock older than this is taken over (its compaction died)
 
 
 def _literal(text: str) -> str:
@@ -224,12 +239,58 @@ def _duplicate_keys(con: duckdb.DuckDBPyConnection, wh: Warehouse, table: str, p
 
 
 def check(wh: Warehouse) -> list[str]:
-    """Every problem of the warehouse, one line each: bad markers, damaged, missing, unlisted, duplicated."""
-    markers, problems = read_markers(wh)
+    """Every problem of the warehouse, one line each: bad markers, damaged, missing, duplicated (leftovers apart:
+    see ``inspect``)."""
+    return inspect(wh)[0]
+
+
+def _age_hours(wh: Warehouse, path: str, now: float) -> float:
+    """Hours since a file was last written (0 when the filesystem does not say: never old enough to clean)."""
+    try:
+        modified = wh.fs.modified(path)
+    except (OSError, NotImplementedError, ValueError):
+        return 0.0
+    if modified.tzinfo is None:
+        modified = modified.replace(tzinfo=dt.UTC) if not wh.is_local else modified.astimezone()
+    return max(0.0, (now - modified.timestamp()) / 3600)
+
+
+def leftover_files(wh: Warehouse, markers: dict[str, dict[str, Any]] | None = None) -> dict[str, str]:
+    """The files no reader sees that a crash or an interrupted compaction left: fsspec path -> "unlisted",
+    "replaced" (by a compaction, still present) or "temporary" (a ``*.tmp-*`` of an interrupted write)."""
+    if markers is None:
+        markers, _ = read_markers(wh)
     visible = visible_files(wh, markers)
     listed, replaced = _listings(markers)
     listed_paths = {path for _, _, path in listed}
     superseded = {path for _, path in replaced} - {p for paths in visible.values() for p in paths}
+    found: dict[str, str] = {}
+    for table in TABLES:
+        for path in _table_files_on_disk(wh, table):
+            if ".tmp-" in posixpath.basename(path):
+                found[wh.path(path)] = "temporary"
+            elif path in superseded:
+                found[wh.path(path)] = "replaced"
+            elif path not in listed_paths:
+                found[wh.path(path)] = "unlisted"
+    for path in wh.fs.glob(wh.path(f"{COMMITS_DIR}/date=*/*.tmp-*")):
+        found[wh.strip(path)] = "temporary"
+    return found
+
+
+_LEFTOVER_WHY = {"unlisted": "is not listed by any commit marker (a landing that never committed)",
+                 "replaced": "was replaced by a compaction but is still present",
+                 "temporary": "is an unfinished write"}
+
+
+def inspect(wh: Warehouse) -> tuple[list[str], list[str]]:
+    """(problems, leftovers), one line each. Problems make answers wrong or refused: bad markers, damaged or
+    missing committed files, duplicated keys. Leftovers are invisible to every query: files a crash left
+    (``leftover_files``); ``vhd warehouse clean`` removes them."""
+    markers, problems = read_markers(wh)
+    visible = visible_files(wh, markers)
+    leftovers = [f"leftover: file {wh.url_of(path)} {_LEFTOVER_WHY[kind]}"
+                 for path, kind in sorted(leftover_files(wh, markers).items())]
     con = _connection(wh)
     try:
         damaged = damaged_files(wh, visible, con)
@@ -237,18 +298,109 @@ def check(wh: Warehouse) -> list[str]:
             problems += [f"table {table}: file {wh.url_of(wh.path(p))} is {why}" for p, why in sorted(files.items())]
         broken = {p for files in damaged.values() for p in files}
         for table in TABLES:
-            for path in _table_files_on_disk(wh, table):
-                url = wh.url_of(wh.path(path))
-                if path in superseded:
-                    problems.append(f"table {table}: file {url} was replaced by a compaction but is still present; "
-                                    "vhd warehouse compact removes it")
-                elif path not in listed_paths:
-                    problems.append(f"table {table}: file {url} is not listed by any commit marker "
-                                    "(an unfinished landing or a foreign file)")
             problems += _duplicate_keys(con, wh, table, [p for p in visible[table] if p not in broken])
     finally:
         con.close()
-    return problems
+    return problems, leftovers
+
+
+def clean(wh: Warehouse, min_age_hours: float = CLEAN_MIN_AGE_HOURS) -> tuple[list[str], list[str]]:
+    """Delete the leftovers: unlisted and temporary files older than ``min_age_hours`` (younger ones may belong to
+    a run still landing), and files a compaction replaced. Returns (lines of files removed, lines of files kept)."""
+    if min_age_hours < 0:
+        raise WarehouseError(f"--min-age-hours must be 0 or more, got {min_age_hours}")
+    markers, problems = read_markers(wh)
+    if problems:  # an unreadable marker may list files: deleting what it lists would lose committed data
+        raise WarehouseError(problems[0] + "; clean refused until it is fixed")
+    removed, kept = [], []
+    now = time.time()
+    for path, kind in sorted(leftover_files(wh, markers).items()):
+        age = _age_hours(wh, path, now)
+        if kind != "replaced" and age < min_age_hours:
+            kept.append(f"kept {wh.url_of(path)}: {age:.1f} h old, younger than {min_age_hours:g} h "
+                        "(a run may still commit it)")
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            wh.fs.rm(path)
+        removed.append(f"removed {wh.url_of(path)} ({kind})")
+    return removed, kept
+
+
+class CompactionRunning(WarehouseError):
+    """Another compaction of the same warehouse holds the lock."""
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def compaction_lock(wh: Warehouse):
+    """Hold the warehouse's compaction lock, or raise CompactionRunning (one line) when another compaction holds it.
+
+    Local: ``_compaction.lock`` created exclusively (O_EXCL), holding the owner's host and pid; a lock whose process
+    on this host is gone is stale and taken over. S3 has no exclusive create here: the lock object is written, read
+    back to confirm the token is ours, and taken over when older than S3_LOCK_STALE_SECONDS.
+    """
+    token = {"host": socket.gethostname(), "pid": os.getpid(), "token": uuid.uuid4().hex, "since": time.time()}
+    path = wh.path(LOCK_NAME)
+    data = json.dumps(token).encode()
+    if wh.is_local:
+        wh.fs.makedirs(wh.root, exist_ok=True)
+        for _ in range(2):
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                holder = _read_lock(wh)
+                stale = holder is not None and holder.get("host") == token["host"] and isinstance(
+                    holder.get("pid"), int) and not _pid_alive(holder["pid"])
+                if stale:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(path)
+                    continue
+                raise CompactionRunning(_running_line(wh, holder)) from None
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            break
+        else:
+            raise CompactionRunning(_running_line(wh, _read_lock(wh)))
+    else:
+        holder = _read_lock(wh) if wh.fs.exists(path) else None
+        if holder is not None and time.time() - float(holder.get("since", 0)) < S3_LOCK_STALE_SECONDS:
+            raise CompactionRunning(_running_line(wh, holder))
+        wh.fs.pipe_file(path, data)
+        time.sleep(0.2)  # a concurrent writer's PUT lands now or never: the last one wins, the other backs off
+        if (_read_lock(wh) or {}).get("token") != token["token"]:
+            raise CompactionRunning(_running_line(wh, _read_lock(wh)))
+    try:
+        yield
+    finally:
+        if (_read_lock(wh) or {}).get("token") == token["token"]:
+            with contextlib.suppress(FileNotFoundError):
+                wh.fs.rm(path)
+
+
+def _read_lock(wh: Warehouse) -> dict[str, Any] | None:
+    try:
+        holder = json.loads(wh.fs.cat_file(wh.path(LOCK_NAME)))
+    except (OSError, ValueError):
+        return None
+    return holder if isinstance(holder, dict) else None
+
+
+def _running_line(wh: Warehouse, holder: dict[str, Any] | None) -> str:
+    who = ""
+    if holder:
+        since = dt.datetime.fromtimestamp(float(holder.get("since", 0)), dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        who = f" (pid {holder.get('pid')} on {holder.get('host')}, since {since})"
+    return (f"another compaction of {wh.url} is running{who}; run compact again when it has finished "
+            f"(a lock left by a dead compaction: remove {wh.url_of(wh.path(LOCK_NAME))})")
 
 
 def _derivable(table: str, data: pyarrow.Table) -> dict[str, pyarrow.Array]:
@@ -278,15 +430,28 @@ def compact(wh: Warehouse, min_files: int = 2) -> list[str]:
     """Merge the visible files of each table and date partition into one file; one line per merge done.
 
     Only files of finished shards are merged (a shard committed short of its count is re-landed under the same
-    name by a later run); damaged files are left alone (``check`` names them). Files replaced by an earlier
-    compaction that are still present (it stopped before deleting them) are deleted.
+    name by a later run). A damaged committed file refuses the compaction, naming it: compacting the rest would
+    hide it in a merged partition (repair or re-land it first). Files replaced by an earlier compaction that are
+    still present (it stopped before deleting them) are deleted. One compaction at a time: a second one is
+    refused with CompactionRunning (see ``compaction_lock``).
     """
+    with compaction_lock(wh):
+        return _compact(wh, min_files)
+
+
+def _compact(wh: Warehouse, min_files: int) -> list[str]:
     markers, problems = read_markers(wh)
     if problems:
         raise WarehouseError(problems[0])
     visible = visible_files(wh, markers)
     listed, _ = _listings(markers)
-    broken = {p for files in damaged_files(wh, visible).values() for p in files}
+    damaged = damaged_files(wh, visible)
+    if damaged:
+        lines = [f"{wh.url_of(wh.path(p))} ({why})" for files in damaged.values() for p, why in sorted(files.items())]
+        raise WarehouseError(f"compaction refused: {len(lines)} damaged committed file(s): {'; '.join(lines[:3])}"
+                             f"{'; ...' if len(lines) > 3 else ''}; restore or re-land them (vhd warehouse check "
+                             "lists them)")
+    broken: set[str] = set()
     done = []
     partitions: dict[str, dict[str, list[str]]] = defaultdict(dict)
     for table, paths in visible.items():

@@ -122,8 +122,10 @@ def test_a_damaged_file_refuses_queries_of_its_table_and_names_it(copy, damage):
     result = vhd("warehouse", "check", "--warehouse", copy.url)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"table environments: file {victim} is {why}" in result.stdout
-    # compaction leaves the damaged file alone and never hides it
-    vhd("warehouse", "compact", "--warehouse", copy.url, check=True)
+    # compaction refuses, naming the file, and never hides it in a merged partition
+    before = sorted(p.name for p in Path(copy.root).glob("*/date=*/*.parquet"))
+    assert_one_line_error(vhd("warehouse", "compact", "--warehouse", copy.url), "compaction refused", str(victim), why)
+    assert sorted(p.name for p in Path(copy.root).glob("*/date=*/*.parquet")) == before
     with pytest.raises(QueryError, match=str(victim)):
         run_query(copy, "SELECT count(*) FROM environments")
 
@@ -142,9 +144,10 @@ def test_check_lists_every_problem(copy):
     lines = result.stdout.strip().splitlines()
     assert any(f"file {garbage} is unreadable" in line for line in lines)
     assert any(f"file {missing} is committed but missing" in line for line in lines)
-    assert any(f"file {unlisted} is not listed by any commit marker" in line for line in lines)
+    assert f"leftover: file {unlisted} is not listed by any commit marker (a landing that never committed)" in lines
     assert any(f"commit marker {bad_marker} is unreadable" in line for line in lines)
-    assert lines[-1] == f"{len(lines) - 1} problem(s) in {copy.url}"
+    assert lines[-1] == (f"{len(lines) - 2} problem(s) in {copy.url}; 1 leftover file(s) no query sees: "
+                         "vhd warehouse clean removes those older than 24 h")
 
 
 def test_check_finds_duplicate_keys_across_files(tmp_path):
