@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -145,7 +146,12 @@ class Environment:
         mapping = tool.argument_map
         op_args = {mapping.get(key, key): value for key, value in args.items()} if mapping else dict(args)
         # the operation and its argument names come from the validated spec: the mechanism reads .op and .args only
-        return self.mechanism.apply(self.params, self.state, OperationCall(tool.operation, op_args))
+        try:
+            return self.mechanism.apply(self.params, self.state, OperationCall(tool.operation, op_args))
+        except ActionError as error:
+            if not mapping:
+                raise
+            raise ActionError(_in_tool_names(str(error), mapping)) from None
 
     def _run_plan(self, args: dict[str, Any]) -> dict[str, Any]:
         steps = args.get("steps")
@@ -205,6 +211,16 @@ def _parse_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
     if not isinstance(arguments, dict):
         raise ActionError("arguments must be a JSON object")
     return arguments
+
+
+def _in_tool_names(message: str, mapping: dict[str, str]) -> str:
+    """A mechanism's error message with its operation's argument names (quoted, whole) replaced by the tool's:
+    the agent called `order(case_count=...)`, not `place_order(quantity=...)`."""
+    back = {op_name: tool_name for tool_name, op_name in mapping.items() if op_name != tool_name}
+    if not back:
+        return message
+    names = "|".join(re.escape(name) for name in sorted(back, key=len, reverse=True))
+    return re.sub(rf"(['\"])({names})\1", lambda m: f"{m.group(1)}{back[m.group(2)]}{m.group(1)}", message)
 
 
 def _first(properties: dict[str, Any], default: str) -> str:

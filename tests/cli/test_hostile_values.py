@@ -43,17 +43,22 @@ def _hostile_spec():
     return spec.model_copy(update={"rendering": rendering})
 
 
+def land_specs(location: str, specs, titles: list[str] | None = None) -> str:
+    """A committed warehouse at `location` holding these real specs (no Prefect needed); its URL."""
+    wh = resolve_warehouse(location)
+    frame = environments_frame([spec.env_id for spec in specs])
+    frame["family"] = [spec.family for spec in specs]
+    frame["title"] = titles or [spec.rendering.title for spec in specs]
+    frame["spec_json"] = [spec.canonical_json() for spec in specs]
+    commit_run(wh, "run-a", DATE, {"environments": [land(wh, "environments", frame, DATE, "s1")]}, {})
+    return wh.url
+
+
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory):
     """A warehouse with one real environment whose title and story are hostile."""
-    wh = resolve_warehouse(str(tmp_path_factory.mktemp("hostile") / "wh"))
     spec = _hostile_spec()
-    frame = environments_frame([spec.env_id])
-    frame["title"] = HOSTILE
-    frame["spec_json"] = spec.canonical_json()
-    path = land(wh, "environments", frame, DATE, "s1")
-    commit_run(wh, "run-a", DATE, {"environments": [path]}, {})
-    return wh.url, spec.env_id
+    return land_specs(str(tmp_path_factory.mktemp("hostile") / "wh"), [spec], [HOSTILE]), spec.env_id
 
 
 # --- values printed literally ------------------------------------------------------------------------------------
