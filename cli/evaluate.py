@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cli.output import arrow_rows, console, print_rows
+from cli.output import arrow_rows, console, escape, print_rows
 from schemas.envspec import MODES
 
 
@@ -72,9 +72,9 @@ def cmd_eval(args, wh) -> int:
                   f"failing: score null, error in the row), "
                   f"{summary['wall_seconds']:.1f} s")
     for failure in summary["failures"]:
-        console.print(f"[yellow]episode failed:[/yellow] {failure}")
+        console.print(f"[yellow]episode failed:[/yellow] {escape(str(failure))}")
     if not summary["episodes"]:
-        console.print(f"no environment matched --where {args.where!r}")
+        console.print(f"no environment matched --where {escape(repr(args.where))}")
         return 1 if summary["failures"] else 0
     table = run_query(wh, run_summary_sql(summary["eval_run_id"]))
     print_rows(*arrow_rows(table), fmt=args.format, title=f"{args.agent}{' ' + args.model if args.model else ''}: "

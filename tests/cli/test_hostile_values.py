@@ -196,3 +196,11 @@ def test_solve_still_answers_large_but_safe_numbers(tmp_path):
     result = vhd("solve", "knapsack", "--params", _knapsack_file(tmp_path, 1e12), "--format", "json")
     assert result.returncode == 0, result.stderr
     assert math.isfinite(_strict(result.stdout)["u_star"])
+
+
+def test_eval_prints_a_where_condition_exactly(prefect_server, warehouse):
+    url, _ = warehouse
+    result = vhd("eval", "--agent", "oracle", "--where", "title = '[/x] nothing'", "--warehouse", url)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "no environment matched --where \"title = '[/x] nothing'\"" in result.stdout
