@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 
 from cli.llm import cmd_llm  # noqa: F401 - `vhd llm`, looked up by name in cli.main
 from cli.output import arrow_rows, console, escape, literal, print_literal, print_rows
@@ -118,6 +119,9 @@ def cmd_generate(args) -> int:
     from flows.runners import check_runner
 
     check_runner(args.runner, args.dask_address, args.max_cost_usd)  # before the bar: a one-line error
+    from cli import interrupts
+
+    interrupts.set_note(interrupts.run_note(wh, shards[0].date))  # Ctrl-C: whether this run committed, how to finish
     from cli.progress import generation_progress
     from flows.generate import run_generate
 
@@ -155,10 +159,48 @@ def _print_summary(summary: dict, wh) -> None:
 
 
 def cmd_query(args) -> int:
-    from warehouse.catalog import run_query
+    from warehouse.catalog import QueryError, run_query
 
-    print_rows(*arrow_rows(run_query(_warehouse(args), args.sql)), fmt=args.format)
+    if args.timeout is not None and not args.timeout > 0:
+        raise ValueError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+    from cli import interrupts
+
+    interrupts.set_note("interrupted: the query was stopped; it changes nothing, so nothing needs finishing")
+    wh = _warehouse(args)
+    with _query_timeout(args.timeout) as expired:
+        try:
+            table = run_query(wh, args.sql)
+        except QueryError:
+            if expired.is_set():
+                raise QueryError(f"the query ran longer than --timeout {args.timeout:g} s and was stopped; give it "
+                                 "more time or narrow it (a WHERE on date or family, a LIMIT)") from None
+            raise
+    print_rows(*arrow_rows(table), fmt=args.format)
     return 0
+
+
+@contextmanager
+def _query_timeout(seconds: float | None):
+    """An event set when `seconds` have passed, after stopping the running queries (None: no limit)."""
+    import threading
+
+    from warehouse.catalog import interrupt_queries
+
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        interrupt_queries()
+
+    timer = threading.Timer(seconds, expire) if seconds is not None else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        yield expired
+    finally:
+        if timer is not None:
+            timer.cancel()
 
 
 def cmd_families(args) -> int:

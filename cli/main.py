@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     query = add("query", "run a read-only SQL query over the catalog views (environments, attempts, llm_calls, runs)")
     query.add_argument("sql")
     query.add_argument("--format", choices=FORMATS, default="table")
+    query.add_argument("--timeout", type=float, metavar="SECONDS",
+                       help="stop the query if it runs longer than this, with one line (exit code 2); default: no "
+                            "limit (Ctrl-C stops it at any time)")
 
     fams = add("families", "list the registered mechanism families")
     fams.add_argument("--format", choices=("table", "json"), default="table")
@@ -178,6 +181,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 # commands that run Prefect flows or register deployments: without a configured API they use the local server
 NEEDS_API = frozenset({"generate", "eval", "serve"})
+# commands that run in a worker thread so that Ctrl-C and SIGTERM stop them within seconds (cli.interrupts); the
+# servers (serve, serve-envs, serve-mcp, llm), `play` (a human may type) and `server` keep the main thread and
+# stop on Ctrl-C as their servers do
+INTERRUPTIBLE = frozenset({"generate", "eval", "query", "report", "export", "warehouse", "show", "solve",
+                           "families", "doctor"})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -209,8 +217,13 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     from cli import commands
 
+    command = getattr(commands, f"cmd_{args.command.replace('-', '_')}")
     try:
-        return getattr(commands, f"cmd_{args.command.replace('-', '_')}")(args) or 0
+        if args.command in INTERRUPTIBLE:
+            from cli import interrupts
+
+            return interrupts.run(command, args) or 0
+        return command(args) or 0
     except BrokenPipeError:  # the reader (head, less) went away: not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

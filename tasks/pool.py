@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -71,7 +72,11 @@ def _pool_locked() -> ProcessPoolExecutor:
 
 def _adopt_environment(environment: dict[str, str]) -> None:
     """A worker's environment variables are this process's when the pool started (settings such as the S3 endpoint
-    or the CPU-hour price are read from them), not the fork server's, which started with the first pool."""
+    or the CPU-hour price are read from them), not the fork server's, which started with the first pool.
+
+    Ctrl-C reaches the whole process group: a worker ignores it (no KeyboardInterrupt traceback from each one),
+    and the flow's process stops the workers itself (cli.interrupts)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.clear()
     os.environ.update(environment)
 

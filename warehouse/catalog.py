@@ -354,13 +354,26 @@ class _Vanished(Exception):
     """A file could not be opened: it may have been replaced between listing the markers and reading it."""
 
 
+_RUNNING: set = set()  # the cursors of the queries running now: interrupt_queries() stops them
+
+
+def interrupt_queries() -> None:
+    """Stop every query running now (Ctrl-C, `vhd query --timeout`): each raises QueryError (INTERRUPT)."""
+    for con in list(_RUNNING):
+        con.interrupt()
+
+
 def _run_once(wh: Warehouse, sql: str, retry: bool) -> pyarrow.Table:
     try:
         with _state_catalog(wh).cursor(_referenced_tables(sql)) as con:
-            relation = con.sql(sql)
-            if relation is None:
-                raise QueryError("query returned no result; give a SELECT statement")
-            return relation.to_arrow_table()
+            _RUNNING.add(con)
+            try:
+                relation = con.sql(sql)
+                if relation is None:
+                    raise QueryError("query returned no result; give a SELECT statement")
+                return relation.to_arrow_table()
+            finally:
+                _RUNNING.discard(con)
     except duckdb.PermissionException as error:
         target = _one_line(error).split(" - ")[0].removeprefix("Permission Error: ").removeprefix("Cannot access ")
         raise QueryError(
