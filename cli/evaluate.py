@@ -64,6 +64,10 @@ def cmd_eval(args, wh) -> int:
 
     modes = parse_modes(args.mode)
     config = agent_config(args)  # checks every option (check_eval_args) before the flow starts
+    from cli import interrupts
+    from tasks.evaluate import eval_date
+
+    interrupts.set_note(interrupts.run_note(wh, eval_date(), "eval run", "run the same command again"))
     summary = run_evaluate(concurrency=args.concurrency, agent=args.agent, modes=modes, where=args.where,
                            limit=args.limit, model=args.model, agent_config=config, seed=args.seed,
                            warehouse=wh.url)

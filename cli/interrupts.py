@@ -141,7 +141,8 @@ def stop_children(grace_s: float = CHILD_GRACE_S) -> None:
     psutil.wait_procs(alive, timeout=grace_s)
 
 
-def run_note(wh, date: str, what: str = "run") -> Callable[[], str]:
+def run_note(wh, date: str, what: str = "run",
+             finish: str = "run the same command again to finish (committed shards are skipped)") -> Callable[[], str]:
     """The interrupt line of a command that commits one run of `date` at its end (generate, eval): whether that
     commit happened before the interrupt, and how to finish."""
 
@@ -155,7 +156,6 @@ def run_note(wh, date: str, what: str = "run") -> Callable[[], str]:
         if markers() - before:
             return (f"interrupted after this {what} committed: what it made is in {wh.url}; nothing needs "
                     "finishing")
-        return (f"interrupted: nothing of this {what} is committed (what it wrote stays invisible); run the same "
-                "command again to finish (committed shards are skipped)")
+        return f"interrupted: nothing of this {what} is committed (what it wrote stays invisible); {finish}"
 
     return note

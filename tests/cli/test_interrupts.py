@@ -152,3 +152,26 @@ def test_stopping_children_spares_a_detached_server():
     finally:
         if psutil.pid_exists(detached):
             os.kill(detached, signal.SIGKILL)
+
+
+def test_eval_waiting_on_a_silent_model_stops_on_ctrl_c(prefect_server, tmp_path):
+    import socket
+
+    warehouse = str(tmp_path / "wh")
+    vhd("generate", "--count", "2", "--families", "knapsack", "--date", "2026-08-02", "--warehouse", warehouse,
+        "--no-progress", check=True)
+    with socket.socket() as silent:  # accepts connections (the backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        api_base = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+        process = _start("eval", "--agent", "litellm", "--model", "openai/silent", "--api-base", api_base,
+                         "--mode", "hidden", "--warehouse", warehouse)
+        time.sleep(12)  # the flow has started and its episodes wait on the model
+        assert process.poll() is None, process.communicate()
+        returncode, out, err, seconds, children = _interrupt(process, signal.SIGINT)
+    assert returncode == 130 and seconds < STOPPED_WITHIN_S, (out, err)
+    assert err.splitlines() == ["interrupted: nothing of this eval run is committed (what it wrote stays invisible); "
+                                "run the same command again"], err
+    assert _alive(children) == []
+    count = vhd("query", "SELECT count(*) AS n FROM evaluations", "--format", "csv", "--warehouse", warehouse)
+    assert count.stdout.split() == ["n", "0"], count.stderr  # nothing landed
