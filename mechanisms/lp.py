@@ -36,6 +36,13 @@ MAX_VARIABLES = 400
 MAX_ROWS = 800
 
 
+
+def linprog(*args, **kwargs):
+    """scipy.optimize.linprog, imported when first called (importing scipy.optimize takes about a second)."""
+    from scipy.optimize import linprog as scipy_linprog
+
+    return scipy_linprog(*args, **kwargs)
+
 def _require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
     """``require_int`` that also refuses NaN and infinities (which it cannot convert) with an ActionError."""
     value = args.get(name)
@@ -206,8 +213,6 @@ class LP(Mechanism[LPParams]):
         a = np.asarray(p.A_ub, dtype=float)
         b = np.asarray(p.b_ub, dtype=float)
         c = np.asarray(p.c, dtype=float)
-        from scipy.optimize import linprog  # imported when first solving: it takes a second to import
-
         result = linprog(-c, A_ub=a, b_ub=b, bounds=(0, None), method="highs")
         if result.status == 3:
             raise ValueError("unbounded: profit can grow without limit (a variable is not capped by any row)")

@@ -49,6 +49,13 @@ STICKER_REDRAWS = 24  # the sampler redraws posted margins that would make the d
 NEAR_OPTIMAL = 0.97
 
 
+
+def minimize(*args, **kwargs):
+    """scipy.optimize.minimize, imported when first called (importing scipy.optimize takes about a second)."""
+    from scipy.optimize import minimize as scipy_minimize
+
+    return scipy_minimize(*args, **kwargs)
+
 def _require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
     value = args.get(name)
     if isinstance(value, float) and not math.isfinite(value):
@@ -234,8 +241,6 @@ def solve_qp(p: QPParams) -> tuple[np.ndarray, dict[str, Any]]:
     c, q, _, _ = _arrays(p)
     g, h = _constraints(p)
     start = np.zeros(p.n)
-    from scipy.optimize import minimize  # imported when first solving: it takes a second to import
-
     result = minimize(lambda x: -(c @ x) + 0.5 * x @ q @ x, start, jac=lambda x: q @ x - c, method="SLSQP",
                       constraints=[{"type": "ineq", "fun": lambda x: h - g @ x, "jac": lambda x: -g}],
                       options={"ftol": 1e-14, "maxiter": 500})
