@@ -65,8 +65,9 @@ def test_failed_llm_calls_cost_null_and_a_run_that_admitted_nothing_exits_1(pref
     assert result.returncode == 1, result.stdout + result.stderr
     assert "0 admitted" in result.stdout  # the summary line is still printed
     assert "Traceback" not in result.stderr
-    calls = duckdb.sql(f"SELECT cost_usd, cost_source, error FROM read_parquet('{warehouse}/llm_calls/**/*.parquet', "
-                       "hive_partitioning = true)").fetchall()
+    with duckdb.connect() as con:  # its own connection: the module's default one may hold another test's result
+        calls = con.sql(f"SELECT cost_usd, cost_source, error FROM read_parquet('{warehouse}/llm_calls/**/*.parquet', "
+                        "hive_partitioning = true)").fetchall()
     assert calls, "the failed calls are recorded"
     for cost, source, error in calls:
         assert cost is None and source == "unknown", (cost, source, error)
