@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import socket
 import subprocess
@@ -190,16 +192,15 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def moto_endpoint():
-    """A moto S3 server on a free loopback port."""
+@contextlib.contextmanager
+def moto_server(**environment: str):
+    """A moto S3 server on a free loopback port (with extra environment variables, e.g. to authenticate requests)."""
     binary = shutil.which("moto_server", path=str(Path(sys.executable).parent)) or shutil.which("moto_server")
     if binary is None:
         raise RuntimeError("moto_server is not installed: make test installs it with the dev extras")
     port = _free_port()
-    process = subprocess.Popen(
-        [binary, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    process = subprocess.Popen([binary, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, env={**os.environ, **environment})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while True:
@@ -211,9 +212,18 @@ def moto_endpoint():
                 process.kill()
                 raise RuntimeError("moto_server did not start") from None
             time.sleep(0.2)
-    yield url
-    process.terminate()
-    process.wait(timeout=10)
+    try:
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint():
+    """A moto S3 server on a free loopback port."""
+    with moto_server() as url:
+        yield url
 
 
 @pytest.fixture

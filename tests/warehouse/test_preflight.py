@@ -4,16 +4,12 @@ can be written; local folders for real and S3 through a real moto server."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.warehouse.test_catalog import _free_port, moto_endpoint  # noqa: F401 - a fixture
+from tests.warehouse.test_catalog import _free_port, moto_endpoint, moto_server  # noqa: F401 - a fixture
 from tests.warehouse.test_landing import DATE, environments_frame
 from warehouse.catalog import run_query
 from warehouse.landing import commit_run, land
@@ -169,24 +165,8 @@ def test_s3_unreachable_endpoint(aws, monkeypatch):
 @pytest.fixture(scope="module")
 def strict_moto():
     """A moto server that authenticates every request (unknown keys are refused, as AWS refuses them)."""
-    binary = shutil.which("moto_server", path=str(Path(sys.executable).parent)) or shutil.which("moto_server")
-    port = _free_port()
-    process = subprocess.Popen([binary, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, env={**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "0"})
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/moto-api/", timeout=1).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                raise RuntimeError("moto_server did not start") from None
-            time.sleep(0.2)
-    yield url
-    process.terminate()
-    process.wait(timeout=10)
+    with moto_server(INITIAL_NO_AUTH_ACTION_COUNT="0") as url:
+        yield url
 
 
 def test_s3_credentials_that_are_refused(aws, strict_moto, monkeypatch):
