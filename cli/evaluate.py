@@ -83,7 +83,9 @@ def cmd_eval(args, wh) -> int:
     table = run_query(wh, run_summary_sql(summary["eval_run_id"]))
     print_rows(*arrow_rows(table), fmt=args.format, title=f"{args.agent}{' ' + args.model if args.model else ''}: "
                                                            "mean score per family and mode")
-    return 1 if summary["failures"] else 0
+    # an evaluation in which the model never answered measured nothing: not a success
+    every_episode_failed = summary["model_errors"] >= summary["episodes"]
+    return 1 if summary["failures"] or every_episode_failed else 0
 
 
 def report_eval(wh, fmt: str) -> int:

@@ -97,6 +97,7 @@ def test_an_evaluation_whose_model_never_answered_lands_a_null_score_and_is_coun
                  env={"VHD_LLM_RETRIES": "0", "VHD_LLM_RETRY_WAIT": "0"})
     assert "Traceback" not in result.stderr, result.stderr
     assert "2 failed (the model kept failing: score null" in result.stdout, result.stdout
+    assert result.returncode == 1  # every episode failed: the evaluation measured nothing
     rows = json.loads(vhd("query", "SELECT score, u, error, cost_usd FROM evaluations", "--format", "json",
                           "--warehouse", warehouse).stdout)
     assert len(rows) == 2
