@@ -88,6 +88,17 @@ def main() -> None:
     url = os.environ["PREFECT_API_URL"]
     server = server_pid(url)
     with tempfile.TemporaryDirectory() as root:
+        small_s = None
+        if args.small:  # first, while the server is idle (after the big run it still digests that run's events)
+            vhd = str(Path(sys.executable).parent / "vhd")
+            runs = []
+            for attempt in range(3):
+                started = time.perf_counter()
+                subprocess.run([vhd, "generate", "--count", str(args.small), "--warehouse",
+                                str(Path(root) / f"small-{attempt}"), "--date", args.date, "--no-progress"],
+                               check=True, capture_output=True)
+                runs.append(time.perf_counter() - started)
+            small_s = sorted(runs)[1]
         loop_wh, flow_wh = str(Path(root) / "loop"), str(Path(root) / "flow")
         loop_cpu = time.process_time()
         loop_s = plain_loop(loop_wh, args.date, args.count, args.families)
@@ -109,14 +120,6 @@ def main() -> None:
         server_cpu = process_cpu_seconds(server) - server_cpu if server else None
         same = env_ids(loop_wh) == env_ids(flow_wh)
 
-        small_s = None
-        if args.small:
-            vhd = str(Path(sys.executable).parent / "vhd")
-            started = time.perf_counter()
-            subprocess.run([vhd, "generate", "--count", str(args.small), "--warehouse", str(Path(root) / "small"),
-                            "--date", args.date, "--no-progress"], check=True, capture_output=True)
-            small_s = time.perf_counter() - started
-
     families = args.families or "all 13 families"
     print(f"plan: {args.count} environments of {families}, date {args.date}")
     print(f"environments admitted (flow): {summary['admitted']} of {args.count}, rejected attempts "
@@ -129,7 +132,7 @@ def main() -> None:
     print(f"ratio (flow / loop): {flow_s / loop_s:.3f}")
     print(f"same environment ids in both: {same}")
     if small_s is not None:
-        print(f"`vhd generate --count {args.small}` with the server running: {small_s:.2f} s")
+        print(f"`vhd generate --count {args.small}` with the server running (median of 3): {small_s:.2f} s")
 
 
 if __name__ == "__main__":
