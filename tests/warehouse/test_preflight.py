@@ -4,6 +4,7 @@ can be written; local folders for real and S3 through a real moto server."""
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -53,23 +54,25 @@ def test_a_tmpfs_under_dev_is_a_real_folder():
     assert not os.path.exists("/dev/shm/vhd-preflight-never-created")
 
 
-def _read_only_folder(tmp_path: Path) -> str | None:
-    """A folder this user cannot write: a mode-555 folder (as root: a read-only mount), or None."""
+@pytest.fixture
+def read_only_folder(tmp_path: Path):
+    """A folder this user cannot write: a mode-555 folder, or as root (who writes any folder) a read-only tmpfs."""
+    folder = tmp_path / "locked"
+    folder.mkdir(mode=0o555)
     if os.geteuid() != 0:
-        folder = tmp_path / "locked"
-        folder.mkdir(mode=0o555)
-        return str(folder)
-    mounts = (line.split() for line in Path("/proc/self/mounts").read_text().splitlines())
-    return next((fields[1] for fields in mounts if len(fields) > 3 and "ro" in fields[3].split(",")
-                 and os.path.isdir(fields[1]) and not fields[1].startswith(("/proc", "/sys"))), None)
+        yield str(folder)
+        return
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)], check=True,
+                   capture_output=True)
+    try:
+        yield str(folder)
+    finally:
+        subprocess.run(["umount", str(folder)], check=True, capture_output=True)
 
 
-def test_a_folder_that_cannot_be_written_is_refused(tmp_path):
-    folder = _read_only_folder(tmp_path)
-    if folder is None:
-        pytest.skip("root on a machine without a read-only mount: no folder root cannot write")
+def test_a_folder_that_cannot_be_written_is_refused(read_only_folder):
     with pytest.raises(WarehouseError, match="cannot be written"):
-        check_writable(os.path.join(folder, "vhd-wh"))
+        check_writable(os.path.join(read_only_folder, "vhd-wh"))
 
 
 def test_a_missing_or_foreign_folder_is_named_as_missing(tmp_path):
