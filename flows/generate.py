@@ -17,7 +17,7 @@ from tasks.land import land_shard
 from tasks.plan import DEFAULT_SHARD_SIZE, plan, plan_total
 from tasks.render import render_shard
 from tasks.sample import sample_shard
-from tasks.solve import solve_shard
+from tasks.solve import forget_set_aside, solve_shard
 from tasks.validate import validate_shard
 
 DEFAULT_WORKERS = 4
@@ -111,6 +111,7 @@ def run_generate_state(workers: int | None = None, runner: str = "threads", dask
         return generate.with_options(task_runner=task_runner)(**parameters, return_state=True)
     finally:
         pool.shutdown()
+        forget_set_aside()
 
 
 def run_generate(workers: int | None = None, runner: str = "threads", dask_address: str | None = None,

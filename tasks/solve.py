@@ -69,6 +69,12 @@ def set_aside(shard: ShardSpec, solved: list[Solved]) -> None:
         _set_aside[shard.key] = solved
 
 
+def forget_set_aside() -> None:
+    """Drop what no solve stage took (its result came from Prefect's cache): called when a run ends."""
+    with _set_aside_lock:
+        _set_aside.clear()
+
+
 def solve_stage(shard: ShardSpec, instances: list[Instance]) -> list[Solved]:
     """The stage task's body: the solutions set aside while sampling these very instances, else the instances
     solved in a worker process when the pool has any (a sample result from Prefect's cache comes alone)."""
