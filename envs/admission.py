@@ -11,7 +11,10 @@ from typing import Any
 
 import mechanisms
 from envs.agents import play
+from envs.completeness import Incomplete, check_completeness
+from envs.difficulty import INFORMED, MIN_INFORMED_SCORE
 from envs.environment import Environment
+from envs.lint import LintError, lint
 from schemas.envspec import MODES, RUNTIME_OPERATION_NAMES, EnvSpec
 
 RELATIVE_TOLERANCE = 1e-6
@@ -110,8 +113,23 @@ def admit(spec: EnvSpec) -> Admission:
     try:
         check_structure(spec)
         checks["structure"] = "ok"
+        declared = mechanisms.get(spec.family).declares_facts  # TRANSITIONAL: every family will
+        try:
+            if declared:
+                check_completeness(spec)
+        except Incomplete as gap:
+            raise Rejected("completeness", str(gap)) from None
+        checks["completeness"] = "ok"
+        try:
+            if declared:
+                lint(spec)
+        except LintError as defect:
+            raise Rejected("prose", str(defect)) from None
+        checks["prose"] = "ok"
         _check_band(spec, checks)
         _check_play(spec, checks)
+        if declared:
+            _check_ceiling(spec, checks)
         leaks = hidden_leaks(spec)
         if leaks:
             raise Rejected("leak", f"hidden mode shows parameter or solution values {leaks[:5]}")
@@ -156,6 +174,26 @@ def _check_play(spec: EnvSpec, checks: dict[str, Any]) -> None:
         checks[mode] = played[interface] = {"oracle": oracle.score, "default": baseline.score, "idle": idle.score,
                                             "random": fuzz.score, "oracle_turns": oracle.turns}
     checks["C1"] = checks["C3"] = checks["repeat"] = "ok"
+
+
+def _check_ceiling(spec: EnvSpec, checks: dict[str, Any]) -> None:
+    """The informed agent's recorded play, replayed through the hidden mode's tools, reaches what was recorded and
+    beats the default (else the budget, not skill, decides the score); a requested tier is the measured one."""
+    difficulty = spec.difficulty
+    if difficulty is None:
+        raise Rejected("ceiling", "the environment records no difficulty measures")
+    result = play(Environment(spec, "hidden"), INFORMED)
+    recorded = spec.reference.baselines.get(INFORMED)
+    if recorded is None or not _close(result.u, recorded):
+        raise Rejected("ceiling", f"the informed agent reached {result.u:.6g} through the tools, {recorded} was "
+                       "recorded")
+    if difficulty.informed_score < MIN_INFORMED_SCORE:
+        raise Rejected("ceiling", f"the informed agent scores {difficulty.informed_score:.3f} within the budget: "
+                       "the budget, not skill, decides the score")
+    checks["ceiling"] = round(difficulty.informed_score, 6)
+    if difficulty.requested is not None and difficulty.requested != difficulty.tier:
+        raise Rejected("difficulty", f"measured {difficulty.tier}, the plan asked for {difficulty.requested}")
+    checks["difficulty"] = difficulty.tier
 
 
 def _check_band(spec: EnvSpec, checks: dict[str, Any]) -> None:

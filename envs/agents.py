@@ -47,6 +47,12 @@ def default(env: Environment, seed: int = 0) -> Iterator[ToolCall]:
     return _script(env, env.spec.reference.default_actions)
 
 
+def informed(env: Environment, seed: int = 0) -> Iterator[ToolCall]:
+    """The informed agent (envs.difficulty): probes by value of information within the budget, then the plan
+    solved on what it learned and the stickers; hidden mode's reachable ceiling."""
+    return _script(env, env.spec.reference.informed_actions)
+
+
 def idle(env: Environment, seed: int = 0) -> Iterator[ToolCall]:
     """Does nothing and ends the episode."""
     return _script(env, env.mechanism.idle_actions(env.params))
@@ -85,7 +91,7 @@ def random_arguments(schema: dict[str, Any], rng: np.random.Generator) -> dict[s
     return args
 
 
-AGENTS = {"oracle": oracle, "default": default, "idle": idle, "random": random_agent}
+AGENTS = {"oracle": oracle, "default": default, "informed": informed, "idle": idle, "random": random_agent}
 
 
 def make_agent(name: str):

@@ -47,6 +47,7 @@ class Environment:
             raise ValueError(f"{spec.family} is at version {self.mechanism.version}, the spec needs {spec.version}")
         self.params = self.mechanism.params_from_data(spec.params)
         self._tools = {tool.name: tool for tool in spec.rendering.tools}
+        self._names = spec.rendering.observation_names
         self._exposed = frozenset(tool.name for tool in self.tool_specs())
         self._op_tool = {}
         for tool in spec.rendering.tools:
@@ -114,10 +115,10 @@ class Environment:
         self.turns += 1
         try:
             args = _parse_arguments(arguments)
-            observation = self._dispatch(name, args)
+            observation = shown(self._dispatch(name, args), self._names)
         except (ActionError, CalculatorError) as error:
             self.errors += 1
-            observation = {"error": str(error)}
+            observation = {"error": in_passage_words(str(error), self._names)}
         return self._reply(name, arguments, observation)
 
     def _reply(self, name: str, arguments: Any, observation: dict[str, Any]) -> dict[str, Any]:
@@ -189,6 +190,43 @@ class Environment:
                 "required": ["tool"]}}}, "required": ["steps"]},
             operation=SUBMIT_PLAN,
         )
+
+
+_NUMBERED = re.compile(r"^(.*\S) (\d+)$")
+
+
+def shown(observation: Any, names: dict[str, str]) -> Any:
+    """An observation as the agent sees it: every key the rendering names (and every string value that is such a
+    key) in the passage's words; "limit 3" is shown as the name of "limit" followed by 3."""
+    if not names:
+        return observation
+    if isinstance(observation, dict):
+        return {_shown_key(key, names): shown(value, names) for key, value in observation.items()}
+    if isinstance(observation, list):
+        return [shown(value, names) for value in observation]
+    if isinstance(observation, str):
+        return _shown_key(observation, names)
+    return observation
+
+
+def in_passage_words(message: str, names: dict[str, str]) -> str:
+    """A mechanism's message with every word the rendering names (whole words only) in the passage's words."""
+    words = [key for key in names if " " not in key]
+    if not words:
+        return message
+    pattern = "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
+    return re.sub(rf"\b({pattern})\b", lambda m: names[m.group(1)], message)
+
+
+def _shown_key(key: Any, names: dict[str, str]) -> Any:
+    if not isinstance(key, str):
+        return key
+    if key in names:
+        return names[key]
+    numbered = _NUMBERED.match(key)
+    if numbered and numbered.group(1) in names:
+        return f"{names[numbered.group(1)]} {numbered.group(2)}"
+    return key
 
 
 class OperationCall(NamedTuple):

@@ -8,6 +8,7 @@ given the parameters, so replaying the optimal actions reproduces u* exactly.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import numbers
 from abc import ABC, abstractmethod
@@ -20,6 +21,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
+from mechanisms.facts import Fact, stated
 from schemas.envspec import Action, OperationSpec, pickled_actions, unpickled_actions
 from schemas.strict_json import LONG_INT_TEXT, is_long_int
 
@@ -86,6 +88,20 @@ class Outcome:
 
     def __reduce__(self):  # actions pickled as plain data (see schemas.envspec.pickled_actions)
         return (_outcome, (self.solution, pickled_actions(self.default_actions), self.u0, self.u_idle, self.baselines))
+
+
+@dataclass(frozen=True)
+class Tier:
+    """One difficulty tier of a family: the size x horizon cells it draws and the share of the probe allowance
+    its turn budget grants (1.0: every probe fits beside the longest plan; less: the agent must choose)."""
+
+    grid: tuple[tuple[int, int], ...]
+    probe_share: float = 1.0
+
+
+# Difficulty tiers, easiest first. A plan may ask for one (`vhd generate --difficulty hard`); every environment is
+# labelled with the tier its measured quantities put it in (envs.difficulty).
+TIERS = ("easy", "medium", "hard", "frontier")
 
 
 # Solutions remembered while a `remembered_solutions()` block runs: a sampler that solves to judge its draw (is the
@@ -194,9 +210,20 @@ class Mechanism(ABC, Generic[P]):
         return bool(state.get("finished"))
 
     # --- rendering facts ------------------------------------------------------------------
-    @abstractmethod
+    @property
+    def declares_facts(self) -> bool:
+        """Whether the family declares its facts, belief and heuristics (TRANSITIONAL: every family will)."""
+        return type(self).facts is not Mechanism.facts
+
     def describe(self, params: P, vocab: dict[str, str]) -> str:
-        """The whole instance as text, in the passage's vocabulary (written and revealed modes)."""
+        """The whole instance as text, in the passage's vocabulary (written and revealed modes): every fact."""
+        return stated(self.facts(params, vocab))
+
+    def facts(self, params: P, vocab: dict[str, str]) -> list[Fact]:
+        """What an agent needs to know, each fact once (see mechanisms.facts): the parameters with the probe that
+        reveals them, and the rules (the objective formula, how the episode ends, what happens when the turns run
+        out) that every mode states."""
+        raise NotImplementedError(f"{self.id} declares no facts")
 
     @abstractmethod
     def secret_numbers(self, params: P) -> list[float]:
@@ -213,6 +240,46 @@ class Mechanism(ABC, Generic[P]):
     def grid(self) -> list[tuple[int, int]]:
         """The size x horizon cells a plan cycles through (difficulty knobs)."""
         return list(getattr(self, "difficulty_grid", [(self.default_size, self.default_horizon)]))
+
+    def tiers(self) -> dict[str, Tier]:
+        """The family's difficulty tiers (TIERS): cells and probe share. Families override with bigger cells."""
+        declared = getattr(self, "difficulty_tiers", None)
+        if declared:
+            return dict(declared)
+        cells = tuple(self.grid())
+        return {"easy": Tier(cells, 1.0), "medium": Tier(cells, 1.0), "hard": Tier(cells, 0.5),
+                "frontier": Tier(cells, 0.25)}
+
+    # --- informed and heuristic play --------------------------------------------------------
+    def probe_order(self, params: P) -> list[Action]:
+        """Every probe call worth making, most valuable first (the informed agent takes as long a prefix as its
+        budget allows). The default: every probe operation with every integer argument, in declaration order."""
+        return [call for op in self.operations(params) if op.kind == "probe" for call in operation_calls(self.id, op)]
+
+    def believed(self, params: P, probed: list[Action]) -> P:
+        """The parameters as an agent believes them after making these probe calls: what the probes revealed is
+        true, everything else is read from the stickers and the public structure (never from the hidden truth)."""
+        raise NotImplementedError(f"{self.id} declares no belief")
+
+    def heuristic_actions(self, params: P) -> dict[str, list[Action]]:
+        """Cheap policies a naive agent would follow (greedy, myopic, nearest neighbour), by name. They may probe
+        and must act on what they see only; each is played within the turn budget."""
+        return {}
+
+    def play(self, params: P, actions: list[Action], budget: int | None = None) -> tuple[float, int, int]:
+        """Replay actions as an agent would: each call spends a turn, a refused call is an error that changes
+        nothing, the episode ends when it finishes or the turns run out. Returns (utility, turns, errors)."""
+        state = self.initial_state(params)
+        turns = errors = 0
+        for action in actions:
+            if self.finished(state) or (budget is not None and turns >= budget):
+                break
+            turns += 1
+            try:
+                self.apply(params, state, action)
+            except ActionError:
+                errors += 1
+        return self.utility(params, state), turns, errors
 
     # --- convenience ----------------------------------------------------------------------
     def run(self, params: P, actions: list[Action]) -> float:
@@ -242,6 +309,16 @@ class Mechanism(ABC, Generic[P]):
         raise ActionError(f"unknown operation {name!r}")
 
 
+def operation_calls(family: str, op: OperationSpec) -> list[Action]:
+    """Every call of an operation: each combination of its integer arguments' values (a probe order's default)."""
+    ranges = []
+    for name, arg in op.args.items():
+        if arg.type != "integer" or arg.minimum is None or arg.maximum is None:
+            raise NotImplementedError(f"{family}.{op.name} takes a non-integer argument {name!r}: list its calls")
+        ranges.append([(name, v) for v in range(int(arg.minimum), int(arg.maximum) + 1)])
+    return [Action(op=op.name, args=dict(combo)) for combo in itertools.product(*ranges)]
+
+
 def _shown(value: Any) -> str:
     """A value as an error message quotes it: at most 40 characters (an agent may send a 5,000-digit number)."""
     if is_long_int(value):  # Python refuses the repr of an integer of over 4,300 digits
@@ -260,6 +337,21 @@ def require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
     if not low <= value <= high:
         raise ActionError(f"argument {name!r} must be between {low} and {high}, got {_shown(value)}")
     return int(value)
+
+
+def require_int_list(args: dict[str, Any], name: str, low: int, high: int, distinct: bool = True) -> list[int]:
+    """Read a non-empty list of integers within [low, high] (distinct unless told) or raise ActionError (a bulk
+    decision's ids)."""
+    value = args.get(name)
+    if not isinstance(value, list) or not value:
+        raise ActionError(f"argument {name!r} must be a non-empty list of integers, got {_shown(value)}")
+    if len(value) > high - low + 1 and distinct:
+        raise ActionError(f"argument {name!r} lists {len(value)} entries; there are only {high - low + 1}")
+    numbers_ = [require_int({name: v}, name, low, high) for v in value]
+    if distinct and len(set(numbers_)) != len(numbers_):
+        repeated = next(n for n in numbers_ if numbers_.count(n) > 1)
+        raise ActionError(f"argument {name!r} lists {repeated} twice")
+    return numbers_
 
 
 def require_number(args: dict[str, Any], name: str, low: float, high: float) -> float:

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, require_int
+from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int
+from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.registry import register
 from schemas.envspec import Action, ArgSpec, OperationSpec
 
@@ -134,6 +135,12 @@ class Knapsack(Mechanism[KnapsackParams]):
     default_horizon = 2
     # the paper's size-scaling grid: 6 items x 5 limits up to 11 items x 11 limits
     difficulty_grid = [(6, 5), (7, 6), (8, 7), (9, 8), (10, 9), (11, 11)]
+    difficulty_tiers = {
+        "easy": Tier(((6, 2), (8, 3)), 1.0),
+        "medium": Tier(tuple(difficulty_grid), 1.0),
+        "hard": Tier(((12, 4), (14, 6)), 0.5),
+        "frontier": Tier(((16, 6), (18, 8)), 0.3),
+    }
     u0_band = (0.15, 0.98)
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> KnapsackParams:
@@ -204,7 +211,7 @@ class Knapsack(Mechanism[KnapsackParams]):
                           summary="how much one item uses of every capacity limit", args=item),
             OperationSpec(name="probe_capacity", kind="probe", summary="every capacity limit"),
             OperationSpec(name="read_rating", kind="info", summary="the posted rating of one item", args=item,
-                          decoy=True),
+                          decoy=True, estimates="value"),
             OperationSpec(name="list_items", kind="info",
                           summary="the item numbers and the number of limits"),
             OperationSpec(name="view_selection", kind="info",
@@ -263,29 +270,81 @@ class Knapsack(Mechanism[KnapsackParams]):
             return {"selected": []}
         if op == "submit":
             state.update(submitted=True, finished=True)
-            return {"submitted": list(state["selected"]), "finished": True}
+            return {"submitted": list(state["selected"]), "total value": self.utility(p, state), "finished": True}
         if op == "finish":
             state["finished"] = True
-            return {"selected": list(state["selected"]), "finished": True}
+            return {"submitted": list(state["selected"]), "total value": self.utility(p, state), "finished": True}
         raise ActionError(f"unknown operation {op!r}")
 
     def utility(self, params: KnapsackParams, state: dict[str, Any]) -> float:
         return float(sum(params.values[j - 1] for j in state["selected"]))
 
-    def describe(self, params: KnapsackParams, vocab: dict[str, str]) -> str:
+    def facts(self, params: KnapsackParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
-        limits = "; ".join(f"{v['capacity']} {i + 1}: {p.capacities[i]:g}" for i in range(p.dimensions))
-        rows = []
-        for j in range(p.items):
-            uses = ", ".join(f"{p.weights[i][j]:g}" for i in range(p.dimensions))
-            rows.append(f"{v['candidate']} {j + 1}: value {p.values[j]:g} {v['currency']}, uses [{uses}], "
-                        f"{v['sticker']} {p.sticker_values[j]:g}")
-        return (
-            f"There are {p.items} {v['candidates']} and {p.dimensions} {v['capacity']} limit(s) ({limits}). "
-            f"Each chosen {v['candidate']} uses part of every limit; the chosen {v['candidates']} together "
-            f"may not exceed any limit, and each {v['candidate']} can be chosen at most once. The goal is "
-            f"the highest total value. {'. '.join(rows)}. The {v['sticker']} is a rating, not the value."
-        )
+        limits = "; ".join(f"limit {i + 1}: {p.capacities[i]:g}" for i in range(p.dimensions))
+        values = "; ".join(f"{j + 1}: {p.values[j]:g}" for j in range(p.items))
+        needs = "; ".join(f"{j + 1}: [{', '.join(f'{p.weights[i][j]:g}' for i in range(p.dimensions))}]"
+                          for j in range(p.items))
+        ratings = "; ".join(f"{j + 1}: {p.sticker_values[j]:g}" for j in range(p.items))
+        return [
+            rule("structure", f"There are {p.items} {v['candidates']}, numbered 1 to {p.items}, and {p.dimensions} "
+                 f"limit(s) on {v['capacity']}, numbered 1 to {p.dimensions}.", p.items, p.dimensions),
+            probed("capacities", "probe_capacity", f"The limits on {v['capacity']}: {limits}.", p.capacities),
+            probed("values", "probe_value", f"The true value of each {v['candidate']}, in {v['currency']}: "
+                   f"{values}.", p.values),
+            probed("needs", "probe_weights", f"The {v['capacity']} each {v['candidate']} needs, limit by limit: "
+                   f"{needs}.", [w for row in p.weights for w in row]),
+            probed("ratings", "read_rating", f"The {v['sticker']} quotes these values in {v['currency']} "
+                   f"(an outside estimate, not the true value): {ratings}.", p.sticker_values),
+            rule("constraints", f"Each {v['candidate']} can be shortlisted at most once, and the shortlisted "
+                 f"{v['candidates']} together may not exceed any limit on {v['capacity']}: a {v['candidate']} that "
+                 "would exceed one is refused."),
+            rule(OBJECTIVE, f"Your result is the sum of the true values, in {v['currency']}, of the "
+                 f"{v['candidates']} on the shortlist when the episode ends."),
+            rule(END, "Submitting the shortlist ends the episode, and so does walking away; either way the "
+                 "shortlist as it stands counts."),
+            rule(BUDGET_END, "If the turns run out before you submit, the shortlist as it stands counts."),
+        ]
+
+    def probe_order(self, params: KnapsackParams) -> list[Action]:
+        """The limits first (one call), then each item's needs and value, highest rating first."""
+        order = sorted(range(1, params.items + 1), key=lambda j: (-params.sticker_values[j - 1], j))
+        calls = [Action(op="probe_capacity")]
+        for j in order:
+            calls += [Action(op="probe_weights", args={"item": j}), Action(op="probe_value", args={"item": j})]
+        return calls
+
+    def believed(self, params: KnapsackParams, probed: list[Action]) -> KnapsackParams:
+        """Probed values, needs and limits are true; an unprobed value is its rating, an unprobed item needs the
+        mean of the probed needs (1 when none is probed), unprobed limits hold every item."""
+        p = params
+        valued = {a.args["item"] for a in probed if a.op == "probe_value"}
+        measured = {a.args["item"] for a in probed if a.op == "probe_weights"}
+        values = [p.values[j - 1] if j in valued else p.sticker_values[j - 1] for j in range(1, p.items + 1)]
+        weights = []
+        for row in p.weights:
+            known = [row[j - 1] for j in measured]
+            guess = sum(known) / len(known) if known else 1.0
+            weights.append([row[j - 1] if j in measured else guess for j in range(1, p.items + 1)])
+        if any(a.op == "probe_capacity" for a in probed):
+            capacities = list(p.capacities)
+        else:
+            capacities = [max(sum(row), 1.0) for row in weights]
+        return KnapsackParams(values=values, weights=weights, capacities=capacities,
+                              sticker_values=list(p.sticker_values))
+
+    def heuristic_actions(self, params: KnapsackParams) -> dict[str, list[Action]]:
+        """greedy_rating: shortlist by rating, highest first, keeping whatever fits, then submit.
+        greedy_value: assess every value, then shortlist by value, highest first."""
+        p = params
+        by_rating = sorted(range(1, p.items + 1), key=lambda j: (-p.sticker_values[j - 1], j))
+        by_value = sorted(range(1, p.items + 1), key=lambda j: (-p.values[j - 1], j))
+        submit = [Action(op="submit")]
+        return {
+            "greedy_rating": [*(Action(op="select_item", args={"item": j}) for j in by_rating), *submit],
+            "greedy_value": [*(Action(op="probe_value", args={"item": j}) for j in range(1, p.items + 1)),
+                             *(Action(op="select_item", args={"item": j}) for j in by_value), *submit],
+        }
 
     def secret_numbers(self, params: KnapsackParams) -> list[float]:
         p = params

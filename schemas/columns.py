@@ -42,6 +42,10 @@ ENVIRONMENTS = _schema(
     ("u_idle", FLOAT64),
     ("online_u", FLOAT64, NULLABLE),
     ("online_score", FLOAT64, NULLABLE),
+    ("difficulty", STRING, NULLABLE),  # easy | medium | hard | frontier (envs.difficulty); null before it existed
+    ("informed_score", FLOAT64, NULLABLE),  # the informed agent's score: hidden mode's reachable ceiling
+    ("heuristic_score", FLOAT64, NULLABLE),  # the best heuristic agent's score
+    ("facts_fit", FLOAT64, NULLABLE),  # the share of the probe calls that fit in the budget beside the plan
     ("attempts", INT64),
     ("llm_cost_usd", FLOAT64, NULLABLE),
     ("compute_seconds", FLOAT64),

@@ -21,11 +21,13 @@ class ArgSpec(BaseModel):
     """One argument of a mechanism operation: its type and inclusive bounds."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    type: Literal["integer", "number", "string"]
+    type: Literal["integer", "number", "string", "array"]
     description: str = ""
-    minimum: float | None = None
+    minimum: float | None = None  # of the value, or of each element of an array
     maximum: float | None = None
     enum: list[str] | None = None
+    items: Literal["integer", "number"] | None = None  # an array's element type (a bulk decision's list of ids)
+    max_items: int | None = None  # an array's longest length
 
 
 class OperationSpec(BaseModel):
@@ -37,6 +39,7 @@ class OperationSpec(BaseModel):
     summary: str
     args: dict[str, ArgSpec] = Field(default_factory=dict)
     decoy: bool = False  # a misleading "forecast sticker": plausible, not the truth
+    estimates: str | None = None  # a decoy's: the observation key of the true quantity it stands in for
 
 
 class Action(BaseModel):
@@ -119,6 +122,9 @@ class Rendering(BaseModel):
     instructions: dict[Mode, str]
     written_prompt: str
     tools: list[ToolSpec]
+    # the names observations show, by the mechanism's own key ("value" -> "appraised_value_pounds"); a key "limit 3"
+    # is shown with its word renamed and its number kept (envs.environment.shown)
+    observation_names: dict[str, str] = Field(default_factory=dict)
 
     def tool_interface(self) -> str:
         """What an agent sees of the tools, as one hash (see ``tool_interface_of``)."""
@@ -142,6 +148,23 @@ class Reference(BaseModel):
     solver_facts: dict[str, Any] = Field(default_factory=dict)
     # utilities of further recorded policies, e.g. the optimal online policy under a hindsight ceiling
     baselines: dict[str, float] = Field(default_factory=dict)
+    # the informed agent's calls in hidden mode (envs.difficulty): its utility is baselines["informed"]
+    informed_actions: list[Action] = Field(default_factory=list)
+
+
+Tier = Literal["easy", "medium", "hard", "frontier"]
+
+
+class Difficulty(BaseModel):
+    """How hard an environment is, measured (envs.difficulty): the tier and the quantities that decide it."""
+
+    model_config = ConfigDict(extra="forbid")
+    tier: Tier
+    requested: Tier | None = None  # the tier the plan asked for (admission refuses another)
+    probe_share: float = Field(ge=0, le=1)  # the share of the probe allowance the turn budget grants
+    facts_fit: float = Field(ge=0, le=1)  # the share of the probe calls that fit beside the optimal plan
+    informed_score: float  # the informed agent's score: the ceiling a hidden-mode agent reaches in the budget
+    heuristic_score: float  # the best heuristic agent's score
 
 
 class EnvSpec(BaseModel):
@@ -160,6 +183,7 @@ class EnvSpec(BaseModel):
     setter: str
     model: str | None = None
     rendering: Rendering
+    difficulty: Difficulty | None = None
 
     def __reduce__(self):
         # pickled as plain data, rebuilt by pydantic-core: specs cross process boundaries (the stage worker pool) and

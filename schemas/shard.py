@@ -74,17 +74,21 @@ class ShardSpec(BaseModel):
     model: str | None = None
     fallback_model: str | None = None  # tried when the model fails after its retries
     max_attempts: int = Field(default=3, ge=1)  # renderings tried per instance
+    difficulty: str | None = None  # the tier asked for (mechanisms.base.TIERS); None: the family's plain grid
 
     @property
     def key(self) -> str:
         """A content hash: the same shard always has the same key (and file names)."""
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+        unasked = {"difficulty"} if self.difficulty is None else set()
+        blob = json.dumps(self.model_dump(mode="json", exclude=unasked), sort_keys=True).encode()
         return f"{self.family}-{self.split}-{self.index:04d}-{hashlib.sha256(blob).hexdigest()[:12]}"
 
     @property
     def seed(self) -> int:
         """The family seed of the shard: from date, family, split and index (not from count or setter)."""
         blob = f"{self.date}|{self.family}|{self.family_version}|{self.split}|{self.index}|{self.size}|{self.horizon}"
+        if self.difficulty is not None:
+            blob += f"|{self.difficulty}"
         return int(hashlib.sha256(blob.encode()).hexdigest()[:15], 16)
 
     def instance_key(self, index: int) -> str:

@@ -43,6 +43,10 @@ class EnvironmentsModel(pa.DataFrameModel):
     # the optimal online policy under a hindsight ceiling (sequential families; null elsewhere)
     online_u: Series[float] = pa.Field(nullable=True)
     online_score: Series[float] = pa.Field(nullable=True, ge=0, le=1)
+    difficulty: Series[str] = pa.Field(nullable=True, isin=["easy", "medium", "hard", "frontier"])
+    informed_score: Series[float] = pa.Field(nullable=True, ge=0, le=1)
+    heuristic_score: Series[float] = pa.Field(nullable=True, ge=0, le=1)
+    facts_fit: Series[float] = pa.Field(nullable=True, ge=0, le=1)
     attempts: Series[int] = pa.Field(ge=1)
     llm_cost_usd: Series[float] = pa.Field(nullable=True, ge=0)  # null = unknown, never 0
     compute_seconds: Series[float] = pa.Field(ge=0)

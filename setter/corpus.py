@@ -51,3 +51,12 @@ def choose_passage(family: str, instance_key: str, attempt: int = 1) -> Passage:
         raise ValueError(f"no corpus passage is tagged for family {family!r}")
     digest = int(hashlib.sha256(instance_key.encode()).hexdigest()[:12], 16)
     return suited[(digest + 7 * (attempt - 1)) % len(suited)]
+
+
+@lru_cache(maxsize=None)
+def passage_vocabulary(passage_id: str) -> dict[str, str]:
+    """The vocabulary of a passage by id (what a rendering names in `passage_id`); ValueError if unknown."""
+    for passage in load_corpus():
+        if passage.id == passage_id:
+            return dict(passage.vocab)
+    raise ValueError(f"unknown corpus passage {passage_id!r}")

@@ -21,8 +21,8 @@ from schemas.shard import CallRecord
 from setter.base import RenderFailed
 from setter.corpus import Passage, choose_passage
 from setter.llm_client import LlmCallFailed, complete, custom_prices, llm_options, response_format, retries
-from setter.phrasebook import argument_name, phrase, slug, vocabulary
-from setter.template import bindable_operations, compose_instructions
+from setter.phrasebook import argument_description, argument_name, phrase, slug, vocabulary
+from setter.template import SPENDS, argument_bounds, bindable_operations, compose_instructions, observation_names
 
 # Short fields: a rendering is ~15 names and one-sentence descriptions. The limits keep a small local model's
 # answer to ~500 tokens (llama.cpp's grammar parser also refuses string limits above 1000).
@@ -190,13 +190,11 @@ def assemble(mechanism: Mechanism, params, passage: Passage, draft: RenderingDra
         bad = [n for n in names.values() if not IDENTIFIER.match(n)]
         if bad or len(set(names.values())) != len(names):
             raise ValueError(f"tool {tool.name!r} has invalid or repeated argument names {sorted(names.values())}")
-        properties = {names[arg]: {"type": spec.type, "description": spec.description or arg,
-                                   **({"minimum": spec.minimum} if spec.minimum is not None else {}),
-                                   **({"maximum": spec.maximum} if spec.maximum is not None else {}),
-                                   **({"enum": list(spec.enum)} if spec.enum else {})}
+        properties = {names[arg]: {"type": spec.type, "description": argument_description(
+                                       mechanism.id, arg, spec.description or arg).format(**words),
+                                   **argument_bounds(spec)}
                       for arg, spec in op.args.items()}
-        description = (tool.description or phrase(mechanism.id, op.name, op.summary)[1].format(**words)) + (
-            " Spends a turn from the same budget as decisions." if op.kind == "probe" else "")
+        description = (tool.description or phrase(mechanism.id, op.name, op.summary)[1].format(**words)) + SPENDS
         tools.append(ToolSpec(name=tool.name, description=description, kind=op.kind,
                               parameters={"type": "object", "properties": properties,
                                           "required": list(properties), "additionalProperties": False},
@@ -204,4 +202,5 @@ def assemble(mechanism: Mechanism, params, passage: Passage, draft: RenderingDra
     instructions, written = compose_instructions(mechanism, params, passage, draft.intro, draft.goal, tools,
                                                  turn_budget)
     return Rendering(domain=passage.domain, passage_id=passage.id, title=draft.title, entities=draft.entities,
-                     instructions=instructions, written_prompt=written, tools=tools)
+                     instructions=instructions, written_prompt=written, tools=tools,
+                     observation_names=observation_names(mechanism.id, words))

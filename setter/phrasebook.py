@@ -9,6 +9,7 @@ operation without an entry gets a generic phrasing from its summary, so a new fa
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,8 @@ def family_phrases(family: str) -> dict[str, Any]:
     if not path.exists():
         return {}
     data = json.loads(path.read_text())
-    unknown = set(data) - {"title", "goal", "subject", "arguments", "operations"}
+    unknown = set(data) - {"title", "goal", "subject", "arguments", "operations", "observations", "vocabulary",
+                           "story"}
     if unknown:
         raise ValueError(f"{path} has unknown keys {sorted(unknown)}")
     return data
@@ -42,7 +44,14 @@ def phrase(family: str, operation: str, summary: str) -> tuple[str, str]:
 
 def argument_name(family: str, argument: str) -> str:
     """The pattern of a tool argument's name (e.g. 'period' -> '{period_slug}'); the argument itself if none."""
-    return family_phrases(family).get("arguments", {}).get(argument, argument)
+    entry = family_phrases(family).get("arguments", {}).get(argument, argument)
+    return entry[0] if isinstance(entry, list) else entry
+
+
+def argument_description(family: str, argument: str, default: str) -> str:
+    """The pattern of a tool argument's description: the second entry of its `arguments` pair, else `default`."""
+    entry = family_phrases(family).get("arguments", {}).get(argument)
+    return entry[1] if isinstance(entry, list) else default
 
 
 def title_pattern(family: str) -> str:
@@ -56,6 +65,39 @@ def goal_pattern(family: str, summary: str) -> str:
 def subject_key(family: str) -> str:
     """The vocabulary key of the family's main entity (item, candidate, product, ...)."""
     return family_phrases(family).get("subject", "item")
+
+
+def observation_patterns(family: str) -> dict[str, str]:
+    """The patterns of the names observations show, by the mechanism's key ({} if the family names none)."""
+    return dict(family_phrases(family).get("observations", {}))
+
+
+def story_pattern(family: str) -> str | None:
+    """The family's story: the one task the environment is about, in the passage's words (None: the passage's)."""
+    return family_phrases(family).get("story")
+
+
+_PLACEHOLDER = re.compile(r"\{([a-z_]+?)(?:_slug|_title)?\}")
+
+
+@cache
+def family_vocabulary_keys(family: str) -> frozenset[str]:
+    """The vocabulary keys a family names: every placeholder of its phrase file plus its declared `vocabulary`."""
+    data = family_phrases(family)
+    keys = set(data.get("vocabulary", []))
+    stack: list[Any] = [v for k, v in data.items() if k != "vocabulary"]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            keys.update(_PLACEHOLDER.findall(value))
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    subject = data.get("subject")
+    if subject:
+        keys.add(subject)
+    return frozenset(keys)
 
 
 def slug(text: str) -> str:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import math
+
 from mechanisms.base import Mechanism, Outcome
-from schemas.envspec import EnvSpec, Reference, Rendering
+from schemas.envspec import Action, Difficulty, EnvSpec, Reference, Rendering
 
 
-def turn_budget(mechanism: Mechanism, params, outcome: Outcome) -> int:
-    """The longer of the two reference plans, plus the family's probe allowance and slack."""
+def turn_budget(mechanism: Mechanism, params, outcome: Outcome, probe_share: float = 1.0) -> int:
+    """The longer of the two reference plans, plus the tier's share of the family's probe allowance, plus slack."""
     plan = max(len(outcome.solution.optimal_actions), len(outcome.default_actions))
-    return plan + mechanism.probe_allowance(params) + mechanism.turn_slack
+    return plan + math.ceil(probe_share * mechanism.probe_allowance(params) - 1e-9) + mechanism.turn_slack
 
 
-def reference(outcome: Outcome) -> Reference:
+def reference(outcome: Outcome, informed: list[Action] | None = None,
+              measured: dict[str, float] | None = None) -> Reference:
     return Reference(
         u_star=outcome.solution.u_star,
         u0=outcome.u0,
@@ -21,17 +24,20 @@ def reference(outcome: Outcome) -> Reference:
         default_actions=outcome.default_actions,
         solver=outcome.solution.solver,
         solver_facts=outcome.solution.facts,
-        baselines=outcome.baselines,
+        baselines={**outcome.baselines, **(measured or {})},
+        informed_actions=informed or [],
     )
 
 
 def build_spec(mechanism: Mechanism, params, outcome: Outcome, rendering: Rendering, *, split: str, size: int,
-               horizon: int, seed: list[int], setter: str, model: str | None, budget: int) -> EnvSpec:
+               horizon: int, seed: list[int], setter: str, model: str | None, budget: int,
+               difficulty: Difficulty | None = None, informed: list[Action] | None = None,
+               measured: dict[str, float] | None = None) -> EnvSpec:
     return EnvSpec(
         family=mechanism.id,
         version=mechanism.version,
         params=params.model_dump(mode="json"),
-        reference=reference(outcome),
+        reference=reference(outcome, informed, measured),
         split=split,
         size=size,
         horizon=horizon,
@@ -40,4 +46,5 @@ def build_spec(mechanism: Mechanism, params, outcome: Outcome, rendering: Render
         setter=setter,
         model=model,
         rendering=rendering,
+        difficulty=difficulty,
     )

@@ -7,14 +7,48 @@ operations that each tool is bound to. Different passages give visibly different
 from __future__ import annotations
 
 from mechanisms.base import Mechanism
-from schemas.envspec import RUNTIME_OPERATIONS, Entity, OperationSpec, Rendering, ToolSpec
+from mechanisms.facts import rules_text, stated
+from schemas.envspec import RUNTIME_OPERATIONS, ArgSpec, Entity, OperationSpec, Rendering, ToolSpec
 from setter.corpus import Passage, choose_passage
-from setter.phrasebook import argument_name, goal_pattern, phrase, slug, subject_key, title_pattern, vocabulary
+from setter.phrasebook import (
+    argument_description,
+    argument_name,
+    goal_pattern,
+    observation_patterns,
+    phrase,
+    slug,
+    story_pattern,
+    subject_key,
+    title_pattern,
+    vocabulary,
+)
+
+
+# every call of every tool spends one turn of the budget, whatever it does (a refused call too)
+SPENDS = " Each call spends one turn."
 
 
 def bindable_operations(mechanism: Mechanism, params) -> list[OperationSpec]:
     """Every operation a tool may be bound to: the mechanism's and the runtime's."""
     return [*mechanism.operations(params), *RUNTIME_OPERATIONS]
+
+
+def argument_bounds(arg: ArgSpec) -> dict:
+    """The JSON-schema bounds of an argument (an array's bounds are its elements')."""
+    element = arg.items if arg.type == "array" else arg.type
+    bounds: dict = {}
+    if arg.minimum is not None:
+        bounds["minimum"] = arg.minimum if element == "number" else int(arg.minimum)
+    if arg.maximum is not None:
+        bounds["maximum"] = arg.maximum if element == "number" else int(arg.maximum)
+    if arg.enum:
+        bounds["enum"] = list(arg.enum)
+    if arg.type != "array":
+        return bounds
+    array = {"items": {"type": element or "integer", **bounds}, "minItems": 1}
+    if arg.max_items is not None:
+        array["maxItems"] = arg.max_items
+    return array
 
 
 def render_tool(family: str, op: OperationSpec, words: dict[str, str], taken: set[str]) -> ToolSpec:
@@ -24,25 +58,32 @@ def render_tool(family: str, op: OperationSpec, words: dict[str, str], taken: se
     while name in taken:
         name, n = f"{base}_{n}", n + 1
     taken.add(name)
-    description = description_pattern.format(**words)
-    if op.kind == "probe":
-        description += " Spends a turn from the same budget as decisions."
+    description = description_pattern.format(**words) + SPENDS
     properties, argument_map = {}, {}
     for arg_name, arg in op.args.items():
         tool_arg = slug(argument_name(family, arg_name).format(**words))
-        schema = {"type": arg.type, "description": arg.description or arg_name}
-        if arg.minimum is not None:
-            schema["minimum"] = arg.minimum if arg.type == "number" else int(arg.minimum)
-        if arg.maximum is not None:
-            schema["maximum"] = arg.maximum if arg.type == "number" else int(arg.maximum)
-        if arg.enum:
-            schema["enum"] = list(arg.enum)
+        schema = {"type": arg.type,
+                  "description": argument_description(family, arg_name, arg.description or arg_name).format(**words)}
+        schema.update(argument_bounds(arg))
         properties[tool_arg] = schema
         argument_map[tool_arg] = arg_name
     parameters = {"type": "object", "properties": properties, "required": list(properties),
                   "additionalProperties": False}
     return ToolSpec(name=name, description=description, kind=op.kind, parameters=parameters,
                     operation=op.name, argument_map={k: v for k, v in argument_map.items() if k != v})
+
+
+def introduction(family: str, passage: Passage, words: dict[str, str]) -> str:
+    """Who the agent is and the one task at hand: the family's story in the passage's words (a family without a
+    story gets the passage's own text, which describes several tasks of the organisation)."""
+    opening = f"You are the {words['role']} at {words['place']}, run by {words['organization']}."
+    story = story_pattern(family)
+    return f"{opening} {story.format(**words) if story is not None else passage.text}"
+
+
+def observation_names(family: str, words: dict[str, str]) -> dict[str, str]:
+    """The names observations show, in the passage's words."""
+    return {key: pattern.format(**words) for key, pattern in observation_patterns(family).items()}
 
 
 def entities(family: str, words: dict[str, str]) -> list[Entity]:
@@ -61,15 +102,19 @@ def compose_instructions(mechanism: Mechanism, params, passage: Passage, intro: 
                          tools: list[ToolSpec], turn_budget: int) -> tuple[dict[str, str], str]:
     """Instructions per mode and the written prompt; the instance facts come from the mechanism only."""
     sticker = passage.vocab["sticker"]
-    budget = (f"You have {turn_budget} turns; every tool call spends one, probes included. "
+    budget = (f"You have {turn_budget} turns; every tool call spends one, probes and refused calls included. "
               f"The {sticker} is posted for convenience and is not guaranteed to be right.")
-    facts = mechanism.describe(params, passage.vocab)
+    if mechanism.declares_facts:
+        facts = mechanism.facts(params, passage.vocab)
+        everything, rules = stated(facts), rules_text(facts)
+    else:  # TRANSITIONAL
+        everything, rules = mechanism.describe(params, passage.vocab), ""
     plan_names = ", ".join(t.name for t in tools if t.kind in ("decision", "clock"))
     instructions = {
-        "revealed": f"{intro}\n\nGoal: {goal}\n\nThe facts: {facts}\n\nAct only through the tools. {budget}",
-        "hidden": f"{intro}\n\nGoal: {goal}\n\nThe figures are not given to you: find them out with the probe "
-        f"tools, each of which spends a turn. Act through the tools. {budget}",
-        "written": f"{intro}\n\nGoal: {goal}\n\nThe facts: {facts}",
+        "revealed": f"{intro}\n\nGoal: {goal}\n\nThe facts: {everything}\n\nAct only through the tools. {budget}",
+        "hidden": f"{intro}\n\nGoal: {goal}\n\nThe rules: {rules}\n\nThe figures are not given to you: find "
+        f"them out with the probe tools. Act through the tools. {budget}",
+        "written": f"{intro}\n\nGoal: {goal}\n\nThe facts: {everything}",
     }
     written_prompt = (f"{instructions['written']}\n\nAnswer with your whole plan through submit_plan: an "
                       f"ordered list of steps, each one of these tools with its arguments: {plan_names}. "
@@ -83,13 +128,14 @@ def render(mechanism: Mechanism, params, passage: Passage, turn_budget: int) -> 
     taken: set[str] = set()
     tools = [render_tool(mechanism.id, op, words, taken) for op in bindable_operations(mechanism, params)]
     goal = goal_pattern(mechanism.id, mechanism.summary)
-    intro = f"You are the {words['role']} at {words['place']}, run by {words['organization']}. {passage.text}"
+    intro = introduction(mechanism.id, passage, words)
     instructions, written_prompt = compose_instructions(mechanism, params, passage, intro, goal.format(**words),
                                                         tools, turn_budget)
     title = title_pattern(mechanism.id).format(**words)
     return Rendering(domain=passage.domain, passage_id=passage.id, title=title,
                      entities=entities(mechanism.id, words), instructions=instructions,
-                     written_prompt=written_prompt, tools=tools)
+                     written_prompt=written_prompt, tools=tools,
+                     observation_names=observation_names(mechanism.id, words))
 
 
 class TemplateSetter:

@@ -13,6 +13,7 @@ from prefect import task
 import mechanisms
 from envs.scoring import score
 from mechanisms.base import ONLINE_BASELINE
+from schemas.envspec import Difficulty
 from tasks import pool
 from tasks.common import WRITE_OPTIONS, cpu_hour_usd, shard_run_name
 from tasks.progress import HUB
@@ -41,6 +42,14 @@ def sum_cost(costs: list[float | None]) -> float | None:
     return float(sum(costs))
 
 
+def difficulty_columns(difficulty: Difficulty | None) -> dict[str, object]:
+    """The difficulty measures as columns (null for an environment without them)."""
+    if difficulty is None:
+        return {"difficulty": None, "informed_score": None, "heuristic_score": None, "facts_fit": None}
+    return {"difficulty": difficulty.tier, "informed_score": difficulty.informed_score,
+            "heuristic_score": difficulty.heuristic_score, "facts_fit": difficulty.facts_fit}
+
+
 def environment_rows(result: ShardResult, run_id: str, now: dt.datetime) -> pd.DataFrame:
     rows = []
     for env in result.admitted:
@@ -59,6 +68,7 @@ def environment_rows(result: ShardResult, run_id: str, now: dt.datetime) -> pd.D
             "turn_budget": spec.turn_budget, "u_star": spec.reference.u_star, "u0": spec.reference.u0,
             "u_idle": spec.reference.u_idle, "online_u": online_u,
             "online_score": None if online_u is None else score(online_u, ref.u0, ref.u_star),
+            **difficulty_columns(spec.difficulty),
             "attempts": env.attempts, "llm_cost_usd": llm_cost,
             "compute_seconds": env.compute_seconds,
             "cost_usd": None if llm_cost is None else llm_cost + compute_cost,

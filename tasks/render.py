@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from prefect import task
 
 import mechanisms
+from envs.difficulty import measure
 from schemas.envspec import EnvSpec
 from schemas.shard import CallRecord, ShardSpec
 from setter import make_setter
@@ -37,7 +38,8 @@ class Candidate:
 def render_candidate(shard: ShardSpec, solved: Solved, attempt: int = 1, feedback: str | None = None) -> Candidate:
     mechanism = mechanisms.get(shard.family)
     params = mechanism.params_from_data(solved.instance.params)
-    budget = turn_budget(mechanism, params, solved.outcome)
+    share = mechanism.tiers()[shard.difficulty].probe_share if shard.difficulty else 1.0
+    budget = turn_budget(mechanism, params, solved.outcome, share)
     started = time.perf_counter()
     setter = make_setter(shard.setter, shard.model, shard.fallback_model)
     token = CURRENT_SHARD.set(shard.key)
@@ -51,9 +53,12 @@ def render_candidate(shard: ShardSpec, solved: Solved, attempt: int = 1, feedbac
                          budget_exhausted=True)
     finally:
         CURRENT_SHARD.reset(token)
+    difficulty, informed, measured = (measure(mechanism, params, solved.outcome, budget, share, shard.difficulty)
+                                      if mechanism.declares_facts else (None, None, None))  # TRANSITIONAL
     spec = build_spec(mechanism, params, solved.outcome, rendering, split=shard.split, size=solved.instance.size,
                       horizon=solved.instance.horizon, seed=solved.instance.seed, setter=shard.setter,
-                      model=shard.model, budget=budget)
+                      model=shard.model, budget=budget, difficulty=difficulty, informed=informed,
+                      measured=measured)
     return Candidate(solved, attempt, spec, calls, None, time.perf_counter() - started)
 
 

@@ -1,0 +1,106 @@
+"""The completeness check: whatever one mode states, the hidden mode can reach.
+
+A family declares its facts once (mechanisms.facts). For one environment this check refuses it when
+- a required rule (the objective formula, how the episode ends, what happens when the turns run out) is missing,
+  or a rule is not stated word for word in every mode's text, or a rule carries a hidden number;
+- a fact is not stated in the revealed and written texts;
+- a fact's probe is not a probe operation bound to a tool of the hidden mode;
+- a number a fact states does not appear in any observation of its probe (called with every argument the family's
+  probe order makes, on a fresh state);
+- a hidden parameter value (the family's secret numbers) belongs to no fact.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import mechanisms
+from mechanisms.base import operation_calls
+from mechanisms.facts import REQUIRED_RULES, Fact
+from schemas.envspec import EnvSpec, OperationSpec
+from setter.corpus import passage_vocabulary
+
+
+class Incomplete(ValueError):
+    """What the hidden mode cannot reach, in one line."""
+
+
+def observed_numbers(observation: Any) -> set[float]:
+    """Every number in an observation (nested objects and lists), rounded to 6 places."""
+    found: set[float] = set()
+    stack = [observation]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)):
+            found.add(round(float(value), 6))
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+    return found
+
+
+def revealed_numbers(mechanism, params, op: OperationSpec) -> set[float]:
+    """The numbers an operation reveals over all its calls (a probe: those of the family's probe order), each call
+    on a fresh state."""
+    calls = ([a for a in mechanism.probe_order(params) if a.op == op.name] if op.kind == "probe"
+             else operation_calls(mechanism.id, op))
+    fresh = mechanism.initial_state(params)
+    found: set[float] = set()
+    for action in calls:
+        found |= observed_numbers(mechanism.apply(params, copy.deepcopy(fresh), action))
+    return found
+
+
+def check_facts(spec: EnvSpec, facts: list[Fact]) -> None:
+    """Raise Incomplete with the first gap between the stated facts and what the hidden mode reaches."""
+    mechanism = mechanisms.get(spec.family)
+    params = mechanism.params_from_data(spec.params)
+    keys = {fact.key for fact in facts}
+    missing = [key for key in REQUIRED_RULES if key not in keys]
+    if missing:
+        raise Incomplete(f"{spec.family} states no {missing[0]!r} rule")
+    texts = {"revealed": spec.rendering.instructions["revealed"], "written": spec.rendering.written_prompt,
+             "hidden": spec.rendering.instructions["hidden"]}
+    public = {round(float(x), 6) for x in mechanism.public_numbers(params)} | {float(spec.turn_budget)}
+    operations = {op.name: op for op in mechanism.operations(params)}
+    hidden_tools = {tool.operation for tool in spec.rendering.tools}
+    revealed: dict[str, set[float]] = {}
+    covered: set[float] = set()
+    for fact in facts:
+        for mode in ("revealed", "written") if not fact.is_rule else texts:
+            if fact.statement not in texts[mode]:
+                kind = "rule" if fact.is_rule else "fact"
+                raise Incomplete(f"the {mode} mode does not state the {kind} {fact.key!r}")
+        numbers = {round(x, 6) for x in fact.numbers}
+        covered |= numbers
+        if fact.is_rule:
+            hidden = sorted(numbers - public)
+            if hidden:
+                raise Incomplete(f"the rule {fact.key!r} carries the hidden value {hidden[0]:g}; give it a probe")
+            continue
+        op = operations.get(fact.probe)
+        if op is None or op.kind not in ("probe", "info"):
+            raise Incomplete(f"the fact {fact.key!r} names {fact.probe!r}, which is not a probe or info operation")
+        if fact.probe not in hidden_tools:
+            raise Incomplete(f"no hidden-mode tool is bound to {fact.probe!r}, the probe of {fact.key!r}")
+        if op.name not in revealed:
+            revealed[op.name] = revealed_numbers(mechanism, params, op)
+        unreached = sorted(numbers - revealed[op.name])
+        if unreached:
+            raise Incomplete(f"the fact {fact.key!r} states {unreached[0]:g}, which no call of {fact.probe!r} "
+                             "reveals")
+    secret = {round(float(x), 6) for x in mechanism.secret_numbers(params)} - public
+    unstated = sorted(secret - covered)
+    if unstated:
+        raise Incomplete(f"the hidden value {unstated[0]:g} belongs to no declared fact")
+
+
+def check_completeness(spec: EnvSpec) -> None:
+    """The check for one environment, with its family's facts in the vocabulary of its passage."""
+    mechanism = mechanisms.get(spec.family)
+    params = mechanism.params_from_data(spec.params)
+    check_facts(spec, mechanism.facts(params, passage_vocabulary(spec.rendering.passage_id)))

@@ -1,0 +1,141 @@
+"""The prose lint: everything an agent sees reads as one story in its passage's words.
+
+It refuses an environment whose text, tools or observations
+- contain a generic template word (``item``, ``box``, ``prize``, ``customer``, ...) that is not the passage's own
+  word for what this family names;
+- contain a word of another family's vocabulary (the passage's words for things this family never names);
+- show an internal identifier (an observation key or string value the rendering does not name);
+- have a decoy whose description does not name the quantity it estimates;
+- have a tool whose description does not say what a call spends.
+
+The observations linted are those of every probe and info call on a fresh state and of the oracle's, the default's
+and the informed agent's plays in hidden mode, as the agent sees them (renamed by the rendering).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import mechanisms
+from envs.agents import play
+from envs.environment import Environment, shown
+from mechanisms.base import operation_calls
+from schemas.envspec import EnvSpec
+from setter.corpus import passage_vocabulary
+from setter.phrasebook import family_vocabulary_keys
+
+# what the generic template and the mechanisms call things; a passage's own words replace them
+GENERIC_WORDS = frozenset({
+    "item", "items", "candidate", "candidates", "product", "products", "resource", "resources", "site", "sites",
+    "customer", "customers", "job", "jobs", "machine", "machines", "option", "options", "offer", "offers",
+    "counterpart", "deal", "supplier", "vehicle", "sticker", "box", "boxes", "prize", "prizes", "enjoyment",
+})
+# keys the runtime itself shows, whatever the family
+RUNTIME_KEYS = frozenset({"error", "result", "turns_left", "accepted_steps", "finished"})
+SPENDS_PHRASE = "spends one turn"
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+class LintError(ValueError):
+    """One prose defect, in one line."""
+
+
+def words_of(text: str) -> set[str]:
+    """The lower-case words of a text; identifiers are split at underscores and digits."""
+    return {w.lower() for w in _WORD.findall(text.replace("_", " "))}
+
+
+def visible_observations(spec: EnvSpec) -> list[Any]:
+    """The observations an agent can see: every probe and info call on a fresh state, and three played episodes."""
+    mechanism = mechanisms.get(spec.family)
+    env = Environment(spec, "hidden")
+    names = spec.rendering.observation_names
+    seen: list[Any] = []
+    bound = {tool.operation for tool in spec.rendering.tools}
+    for op in mechanism.operations(env.params):
+        if op.kind not in ("probe", "info") or op.name not in bound:
+            continue
+        for action in operation_calls(mechanism.id, op)[:50] if op.kind == "info" else \
+                [a for a in mechanism.probe_order(env.params) if a.op == op.name][:50]:
+            state = mechanism.initial_state(env.params)
+            seen.append(shown(mechanism.apply(env.params, state, action), names))
+    for agent in ("oracle", "default", "informed"):
+        result = play(env, agent)
+        seen.extend(step["result"] for step in result.trajectory)
+    return seen
+
+
+def _keys_and_strings(observation: Any, keys: list[str], strings: list[str]) -> None:
+    if isinstance(observation, dict):
+        for key, value in observation.items():
+            keys.append(str(key))
+            _keys_and_strings(value, keys, strings)
+    elif isinstance(observation, list):
+        for value in observation:
+            _keys_and_strings(value, keys, strings)
+    elif isinstance(observation, str):
+        strings.append(observation)
+
+
+def lint(spec: EnvSpec) -> None:
+    """Raise LintError with the first defect found."""
+    mechanism = mechanisms.get(spec.family)
+    vocab = passage_vocabulary(spec.rendering.passage_id)
+    used = family_vocabulary_keys(spec.family)
+    own_words = set().union(*(words_of(vocab[key]) for key in used if key in vocab))
+    rendering = spec.rendering
+    names = rendering.observation_names
+    texts = {f"the {mode} instructions": text for mode, text in rendering.instructions.items()}
+    texts["the written prompt"] = rendering.written_prompt
+    texts["the title"] = rendering.title
+    for tool in rendering.tools:
+        if tool.operation in ("calculator", "turns_left"):
+            continue
+        texts[f"tool {tool.name!r}"] = f"{tool.name} {tool.description}"
+        for arg, schema in tool.parameters.get("properties", {}).items():
+            texts[f"argument {arg!r} of {tool.name!r}"] = f"{arg} {schema.get('description', '')}"
+        if SPENDS_PHRASE not in tool.description.lower():
+            raise LintError(f"the description of {tool.name!r} does not say what a call spends")
+    keys: list[str] = []
+    strings: list[str] = []
+    for observation in visible_observations(spec):
+        _keys_and_strings(observation, keys, strings)
+    shown_names = set(names.values())
+    for key in dict.fromkeys(keys):
+        base = re.sub(r" \d+$", "", key)
+        if key in RUNTIME_KEYS or key in shown_names or base in shown_names or key.isdigit():
+            continue
+        raise LintError(f"an observation shows the internal key {key!r}; name it in the family's phrase file")
+    for value in dict.fromkeys(strings):
+        if value.startswith(tuple(shown_names)) or " " in value.strip() and "_" not in value:
+            continue  # prose (an error message, a status sentence) is linted for words below
+        if "_" in value or value in GENERIC_WORDS:
+            raise LintError(f"an observation shows the internal value {value!r}; name it in the family's phrase "
+                            "file")
+    texts["the observations"] = " ".join([*keys, *strings])
+    foreign = {}
+    for key, phrase in vocab.items():
+        if key in used or key in ("place", "organization", "role", "order_verb"):
+            continue
+        phrase_words = words_of(phrase)
+        if phrase_words and not phrase_words <= own_words:
+            foreign[phrase.lower()] = key
+    for where, text in texts.items():
+        found = words_of(text)
+        generic = sorted((found & GENERIC_WORDS) - own_words)
+        if generic:
+            raise LintError(f"{where} uses the generic word {generic[0]!r}; use the passage's word")
+        lowered = " ".join(_WORD.findall(text.replace("_", " ").lower()))
+        for phrase, key in foreign.items():
+            if re.search(rf"\b{re.escape(' '.join(_WORD.findall(phrase)))}\b", lowered):
+                raise LintError(f"{where} uses {phrase!r}, the passage's word for another task's {key}")
+    operations = {op.name: op for op in mechanism.operations(mechanism.params_from_data(spec.params))}
+    for tool in rendering.tools:
+        op = operations.get(tool.operation)
+        if op is None or not op.decoy:
+            continue
+        estimated = names.get(op.estimates or "", op.estimates or "")
+        if not op.estimates or estimated.lower() not in tool.description.lower():
+            raise LintError(f"the decoy {tool.name!r} does not say that it estimates "
+                            f"{estimated or 'a named quantity'}")
