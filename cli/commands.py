@@ -113,7 +113,7 @@ def cmd_generate(args) -> int:
 
     wh = _warehouse(args, read=False, write=True)  # checked with the rest of the input by preflight(), before Prefect
     shards = plan_shards(args.date, args.count, args.families, args.split, args.setter, args.model, args.shard_size,
-                         args.plan_name, args.fallback_model)
+                         args.plan_name, args.fallback_model, args.difficulty)
     total = plan_total(args.plan_name, args.count)
     make_setter(args.setter, args.model, args.fallback_model)  # fails fast on a bad setter or missing model
     from flows.runners import check_runner
@@ -131,7 +131,8 @@ def cmd_generate(args) -> int:
                                date=shards[0].date, count=args.count, families=args.families,
                                split=args.split, setter=args.setter, model=args.model, warehouse=wh.url,
                                shard_size=args.shard_size, plan_name=args.plan_name,
-                               fallback_model=args.fallback_model, max_cost_usd=args.max_cost_usd)
+                               fallback_model=args.fallback_model, max_cost_usd=args.max_cost_usd,
+                               difficulty=args.difficulty)
     _print_summary(summary, wh)
     nothing_admitted = summary.get("requested", 0) > 0 and summary["admitted"] == 0  # e.g. every model call failed
     return 1 if summary["status"] == "failed" or nothing_admitted else 0

@@ -9,6 +9,7 @@ import os
 import sys
 
 from cli.output import FORMATS
+from schemas.tiers import TIERS
 
 EPILOG = "Every command reads the warehouse from --warehouse, else $VHD_WAREHOUSE, else ./vhd_warehouse."
 
@@ -34,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--families", help="comma-separated family ids or group names, or 'diagnostic' (default: all)")
     gen.add_argument("--date", help="the run's date, YYYY-MM-DD (default today); seeds derive from it")
     gen.add_argument("--split", default="train", help="split label written with every environment")
+    gen.add_argument("--difficulty", choices=TIERS,
+                     help="draw every family from this tier's cells and budgets and admit only environments "
+                          "measured at it (see the README's difficulty tiers); default: the families' plain grids")
     gen.add_argument("--setter", default="template", choices=["template", "litellm"], help="who renders the tools")
     gen.add_argument("--model", help="litellm model for --setter litellm, e.g. openai/gpt-4o-mini")
     gen.add_argument("--fallback-model", help="litellm model tried when --model still fails after its retries")

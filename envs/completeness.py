@@ -71,16 +71,16 @@ def check_facts(spec: EnvSpec, facts: list[Fact]) -> None:
     revealed: dict[str, set[float]] = {}
     covered: set[float] = set()
     for fact in facts:
+        numbers = {round(x, 6) for x in fact.numbers}
+        covered |= numbers
+        hidden = sorted(numbers - public)
+        if fact.is_rule and hidden:
+            raise Incomplete(f"the rule {fact.key!r} carries the hidden value {hidden[0]:g}; give it a probe")
         for mode in ("revealed", "written") if not fact.is_rule else texts:
             if fact.statement not in texts[mode]:
                 kind = "rule" if fact.is_rule else "fact"
                 raise Incomplete(f"the {mode} mode does not state the {kind} {fact.key!r}")
-        numbers = {round(x, 6) for x in fact.numbers}
-        covered |= numbers
         if fact.is_rule:
-            hidden = sorted(numbers - public)
-            if hidden:
-                raise Incomplete(f"the rule {fact.key!r} carries the hidden value {hidden[0]:g}; give it a probe")
             continue
         op = operations.get(fact.probe)
         if op is None or op.kind not in ("probe", "info"):

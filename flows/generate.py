@@ -28,7 +28,7 @@ POOL_MIN_ENVIRONMENTS = 200
 def generate(date: str | None = None, count: int | None = None, families: str | None = None, split: str = "train",
              setter: str = "template", model: str | None = None, warehouse: str | None = None,
              shard_size: int = DEFAULT_SHARD_SIZE, plan_name: str | None = None, fallback_model: str | None = None,
-             max_cost_usd: float | None = None):
+             max_cost_usd: float | None = None, difficulty: str | None = None):
     """Generate `count` admitted environments (or a named plan such as "paper") and land them in the warehouse.
 
     With `max_cost_usd` the run stops asking the model once that much is spent and lands what was admitted.
@@ -39,11 +39,11 @@ def generate(date: str | None = None, count: int | None = None, families: str | 
     started = dt.datetime.now(dt.UTC)
     parameters = {"date": date, "count": plan_total(plan_name, count), "families": families, "split": split,
                   "setter": setter, "model": model, "fallback_model": fallback_model, "shard_size": shard_size,
-                  "plan": plan_name, "max_cost_usd": max_cost_usd}
+                  "plan": plan_name, "max_cost_usd": max_cost_usd, "difficulty": difficulty}
     flow_run_id = flow_run.get_id()
     run_id = flow_run_id or uuid.uuid4().hex
     BUDGET.start(max_cost_usd)
-    shards = plan(date, count, families, split, setter, model, shard_size, plan_name, fallback_model)
+    shards = plan(date, count, families, split, setter, model, shard_size, plan_name, fallback_model, difficulty)
     day = shards[0].date
     finished = find_finished_shards(warehouse, day)
     todo = [s for s in shards if s.key not in finished]

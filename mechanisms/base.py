@@ -22,6 +22,7 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from mechanisms.facts import Fact, stated
+from schemas.tiers import TIERS  # noqa: F401 - re-exported: the tiers belong with Tier
 from schemas.envspec import Action, OperationSpec, pickled_actions, unpickled_actions
 from schemas.strict_json import LONG_INT_TEXT, is_long_int
 
@@ -99,9 +100,8 @@ class Tier:
     probe_share: float = 1.0
 
 
-# Difficulty tiers, easiest first. A plan may ask for one (`vhd generate --difficulty hard`); every environment is
-# labelled with the tier its measured quantities put it in (envs.difficulty).
-TIERS = ("easy", "medium", "hard", "frontier")
+# A plan may ask for one tier (`vhd generate --difficulty hard`); every environment is labelled with the tier its
+# measured quantities put it in (envs.difficulty).
 
 
 # Solutions remembered while a `remembered_solutions()` block runs: a sampler that solves to judge its draw (is the

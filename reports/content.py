@@ -67,8 +67,22 @@ def cards(c: Collected) -> dict[str, list[dict]]:
                             "diversity_summary"),
                       _card("distinct titles", shown(diversity.get("distinct_titles")), "diversity_summary"),
                       _card("domains", shown(diversity.get("domains")), "diversity_summary")],
-        "difficulty": [],
+        "difficulty": [_card(f"{tier} environments", shown(count), "difficulty_tiers")
+                       for tier, count in _per_tier(c.rows("difficulty_tiers")).items()],
     }
+
+
+def _per_family_tier(rows: list[dict]) -> list[dict]:
+    return [{**row, "family_tier": f"{row['family']} {row['tier']}"} for row in rows if row["tier"] != "unmeasured"]
+
+
+def _per_tier(rows: list[dict]) -> dict[str, int]:
+    """Environments per tier, easiest first (an environment without measures is 'unmeasured')."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["tier"]] = counts.get(row["tier"], 0) + int(row["environments"])
+    order = ["easy", "medium", "hard", "frontier", "unmeasured"]
+    return {tier: counts[tier] for tier in sorted(counts, key=lambda t: order.index(t) if t in order else 9)}
 
 
 def _chart(chart_id: str, svg: str, caption: str, query: str) -> dict:
@@ -128,6 +142,15 @@ def section_charts(c: Collected, narrative: dict) -> dict[str, list[dict]]:
         "difficulty": [
             _chart("difficulty", charts.difficulty(c.rows("difficulty_histogram")),
                    "u0/u*, the default policy's position and the idle policy's score", "difficulty_histogram"),
+            _chart("difficulty-tiers", charts.heatmap(c.rows("difficulty_tiers"), "family", "tier", "environments",
+                                                      "environments per family and difficulty tier"),
+                   "environments per family and measured tier", "difficulty_tiers"),
+            _chart("difficulty-baselines", charts.grouped_bars(_per_family_tier(c.rows("difficulty_tiers")),
+                                                               "family_tier", ["mean_informed_score",
+                                                                               "mean_heuristic_score"],
+                                                               "informed and best heuristic score"),
+                   "the informed agent's mean score (the reachable ceiling) and the best heuristic's, per family and "
+                   "tier", "difficulty_tiers"),
         ],
     }
     return out

@@ -152,7 +152,7 @@ class Reference(BaseModel):
     informed_actions: list[Action] = Field(default_factory=list)
 
 
-Tier = Literal["easy", "medium", "hard", "frontier"]
+Tier = Literal["easy", "medium", "hard", "frontier"]  # schemas.tiers.TIERS
 
 
 class Difficulty(BaseModel):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from prefect import task
 
 import mechanisms
+from mechanisms.base import TIERS
 from schemas.shard import (  # noqa: F401 - the checks live with ShardSpec (no Prefect); re-exported here
     MAX_COUNT,
     PlanError,
@@ -58,18 +59,22 @@ def named_plan(plan_name: str) -> tuple[PlanPart, ...]:
 def plan_shards(date: str | None, count: int | None = None, families: str | None = None, split: str = "train",
                 setter: str = "template", model: str | None = None,
                 shard_size: int = DEFAULT_SHARD_SIZE, plan_name: str | None = None,
-                fallback_model: str | None = None) -> list[ShardSpec]:
+                fallback_model: str | None = None, difficulty: str | None = None) -> list[ShardSpec]:
     """Spread `count` admitted environments over the families, in shards of at most `shard_size`.
 
-    With `plan_name` (e.g. "paper") the named plan fixes the counts, families and splits instead.
+    With `plan_name` (e.g. "paper") the named plan fixes the counts, families and splits instead. With `difficulty`
+    (a tier of mechanisms.base.TIERS) each family draws from that tier's cells, with its turn budget, and admits
+    only environments measured at that tier.
     """
+    check_difficulty(difficulty)
     if plan_name is not None:
         if count is not None or families is not None:
             raise PlanError(f"plan {plan_name!r} fixes the count and the families; drop --count and --families")
         named = named_plan(plan_name)
         return [shard for part in named for shard in plan_shards(date, part.count, part.families, part.split,
                                                                   setter, model, shard_size,
-                                                                  fallback_model=fallback_model)]
+                                                                  fallback_model=fallback_model,
+                                                                  difficulty=difficulty)]
     count = DEFAULT_COUNT if count is None else check_count(count)
     check_split(split)
     check_families(families)
@@ -82,15 +87,23 @@ def plan_shards(date: str | None, count: int | None = None, families: str | None
         mechanism = mechanisms.get(family)
         share = count // len(names) + (1 if position < count % len(names) else 0)
         index = 0
-        for (size, horizon), cell_count in _spread_over_grid(share, mechanism.grid()):
+        cells = mechanism.grid() if difficulty is None else list(mechanism.tiers()[difficulty].grid)
+        for (size, horizon), cell_count in _spread_over_grid(share, cells):
             while cell_count > 0:
                 n = min(shard_size, cell_count)
                 shards.append(ShardSpec(date=day, family=family, family_version=mechanism.version, split=split,
                                         index=index, count=n, size=size, horizon=horizon, setter=setter,
-                                        model=model, fallback_model=fallback_model))
+                                        model=model, fallback_model=fallback_model, difficulty=difficulty))
                 cell_count -= n
                 index += 1
     return shards
+
+
+def check_difficulty(difficulty: str | None) -> str | None:
+    """A tier name or None; else PlanError naming the tiers."""
+    if difficulty is not None and difficulty not in TIERS:
+        raise PlanError(f"unknown difficulty {difficulty!r}; choose one of {', '.join(TIERS)}")
+    return difficulty
 
 
 def _spread_over_grid(share: int, grid: list[tuple[int, int]]) -> list[tuple[tuple[int, int], int]]:

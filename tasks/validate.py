@@ -19,7 +19,8 @@ from tasks.progress import HUB
 from tasks.render import Candidate, render_candidate, render_stage
 from tasks.solve import sample_and_solve
 
-INSTANCE_CHECKS = {"C2"}  # rejections no rendering can fix: the next instance is drawn instead
+# rejections no rendering can fix (they depend on the instance and its budget only): the next instance is drawn instead
+INSTANCE_CHECKS = {"C2", "ceiling", "difficulty"}
 MAX_INSTANCES_PER_ADMITTED = 5
 
 

@@ -1,0 +1,86 @@
+"""The prose lint: each kind of defect, hand-made in a real spec, is refused at admission; a real spec passes."""
+
+from __future__ import annotations
+
+import pytest
+
+import mechanisms
+from envs.admission import admit
+from envs.lint import GENERIC_WORDS, LintError, lint, words_of
+from setter.corpus import passage_vocabulary
+from setter.phrasebook import family_vocabulary_keys
+from tests.support import make_spec
+
+FAMILY = "knapsack"
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return make_spec(FAMILY, 2)
+
+
+def _refused(spec, match: str) -> None:
+    with pytest.raises(LintError, match=match):
+        lint(spec)
+    verdict = admit(spec)
+    assert not verdict.admitted and verdict.check == "prose", verdict.reason
+
+
+def _with_description(spec, operation: str, description: str):
+    broken = spec.model_copy(deep=True)
+    tool = next(t for t in broken.rendering.tools if t.operation == operation)
+    tool.description = description
+    return broken
+
+
+def test_a_rendered_environment_passes(spec):
+    lint(spec)
+    assert admit(spec).admitted
+
+
+def test_a_generic_template_word_is_refused(spec):
+    broken = _with_description(spec, "probe_value", "Assess the true value of one item. Each call spends one turn.")
+    _refused(broken, "uses the generic word 'item'")
+    broken = spec.model_copy(deep=True)
+    broken.rendering.instructions["hidden"] += " Open the next box."
+    _refused(broken, "the hidden instructions uses the generic word 'box'")
+
+
+def test_a_word_of_another_familys_vocabulary_is_refused(spec):
+    vocab = passage_vocabulary(spec.rendering.passage_id)
+    assert "machines" not in family_vocabulary_keys(FAMILY)
+    broken = _with_description(spec, "probe_value", f"Ask the {vocab['machines']} for a value. Each call spends "
+                               "one turn.")
+    _refused(broken, "the passage's word for another task's machines")
+
+
+def test_an_internal_identifier_in_an_observation_is_refused(spec):
+    broken = spec.model_copy(deep=True)
+    del broken.rendering.observation_names["rating"]  # the sticker tool's observation key is shown as it is
+    _refused(broken, "an observation shows the internal key 'rating'")
+
+
+def test_a_decoy_that_does_not_say_what_it_estimates_is_refused(spec):
+    broken = _with_description(spec, "read_rating", "Read the shelf life of one thing. Each call spends one turn.")
+    _refused(broken, "does not say that it estimates value in")
+
+
+def test_a_tool_that_does_not_say_what_a_call_spends_is_refused(spec):
+    tool = next(t for t in spec.rendering.tools if t.operation == "submit")
+    broken = _with_description(spec, "submit", tool.description.replace(" Each call spends one turn.", ""))
+    _refused(broken, "does not say what a call spends")
+
+
+def test_words_split_identifiers():
+    assert words_of("assess_plot_value 3 limit") == {"assess", "plot", "value", "limit"}
+    assert "item" in GENERIC_WORDS and "value" not in GENERIC_WORDS
+
+
+def _declaring():
+    return [m.id for m in mechanisms.families() if m.declares_facts]
+
+
+@pytest.mark.parametrize("family", _declaring())
+def test_every_declaring_family_passes_the_lint_over_several_passages(family):
+    for index in range(4):
+        lint(make_spec(family, index))
