@@ -8,7 +8,8 @@ Parameters (all can be given as data):
 - ``holding_cost`` per unit left at the end of a period; ``shortage_penalty`` per unit of demand lost
 - ``backlog``: if true, unmet demand waits (up to ``max_backlog`` units, ``backlog_cost`` per unit
   and period) instead of being lost; backlog still open after the last period is lost.
-Solved exactly by backward Bellman recursion over (period, stock) with the demand path known.
+Solved exactly by backward Bellman recursion over (period, stock) with the demand path known (vectorised over the
+stock x order grid). ``close_periods`` is the bulk decision: one call orders and closes several periods in a row.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, require_int
+from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_int_list
+from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.registry import register
 from schemas.envspec import Action, ArgSpec, OperationSpec
 
@@ -76,17 +78,62 @@ def _period_step(p: InventoryParams, stock: int, quantity: int, demand: int) -> 
     return new_stock, profit
 
 
+# what an agent believes of a cost it has not probed (no sticker posts it): a middling figure of the kind the
+# family draws, never the instance's own value
+PRIOR_PRICE, PRIOR_UNIT_COST, PRIOR_FIXED_COST, PRIOR_HOLDING_COST, PRIOR_PENALTY = 10.0, 5.0, 20.0, 2.0, 3.0
+SCALAR_PROBES = ("probe_fixed_cost", "probe_unit_cost", "probe_price", "probe_holding_cost", "probe_shortage_terms")
+
+
+def _bellman(p: InventoryParams) -> tuple[list[np.ndarray], np.ndarray, int]:
+    """Backward recursion over (period, stock) on the stock x order grid: (best order per period and stock, the
+    value of each starting stock, the offset of stock 0)."""
+    low = -p.max_backlog if p.backlog else 0
+    stocks = np.arange(low, p.capacity + 1)
+    offset = -low
+    orders = np.arange(0, p.max_order + 1)
+    on_hand = np.maximum(stocks, 0)[:, None]
+    available = on_hand + orders[None, :]
+    feasible = available <= p.capacity
+    waiting = np.maximum(-stocks, 0)[:, None]
+    value_next = -p.shortage_penalty * np.maximum(-stocks, 0).astype(float)
+    decisions: list[np.ndarray] = []
+    fixed = np.where(orders > 0, p.fixed_cost, 0.0)[None, :]
+    for t in reversed(range(p.horizon)):
+        need = p.demand[t] + waiting
+        served = np.minimum(available, need)
+        unmet = need - served
+        kept = np.minimum(unmet, p.max_backlog) if p.backlog else np.zeros_like(unmet)
+        lost = unmet - kept
+        new_stock = np.where(unmet == 0, available - served, -kept)
+        profit = (p.price * served - p.unit_cost * orders[None, :] - fixed
+                  - p.holding_cost * np.maximum(new_stock, 0) - p.backlog_cost * kept - p.shortage_penalty * lost)
+        index = np.clip(new_stock + offset, 0, len(stocks) - 1)
+        total = np.where(feasible, profit + value_next[index], -np.inf)
+        best = total.max(axis=1)
+        choice = np.argmax(total >= best[:, None] - 1e-9, axis=1)  # the smallest order within a hair of the best
+        decisions.append(choice)
+        value_next = best
+    decisions.reverse()
+    return decisions, value_next, offset
+
+
 class InventoryDP(Mechanism[InventoryParams]):
     id = "inventory_dp"
-    version = 1
+    version = 2
     group = "trained"
     summary = "finite-horizon inventory over a hidden demand path; backward Bellman recursion"
     Params = InventoryParams
-    size_range = (10, 60)  # storage capacity in units
-    horizon_range = (3, 24)  # periods
+    size_range = (10, 120)  # storage capacity in units
+    horizon_range = (3, 52)  # periods
     default_size = 20
     default_horizon = 6
     difficulty_grid = [(20, 6), (12, 4), (30, 8)]
+    difficulty_tiers = {
+        "easy": Tier(((12, 4), (20, 6)), 1.0),
+        "medium": Tier(((20, 6), (30, 8), (40, 12)), 1.0),
+        "hard": Tier(((40, 16), (60, 20)), 0.5),
+        "frontier": Tier(((80, 30), (100, 40), (120, 52)), 0.3),
+    }
     u0_band = (-3.0, 0.97)
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> InventoryParams:
@@ -116,54 +163,33 @@ class InventoryDP(Mechanism[InventoryParams]):
 
     def solve(self, params: InventoryParams) -> Solution:
         p = params
-        low = -p.max_backlog if p.backlog else 0
-        stocks = list(range(low, p.capacity + 1))
-        offset = -low
-        value_next = np.array([-p.shortage_penalty * max(-s, 0) for s in stocks], dtype=float)
-        decisions: list[np.ndarray] = []
-        for t in reversed(range(p.horizon)):
-            value = np.full(len(stocks), -np.inf)
-            best = np.zeros(len(stocks), dtype=int)
-            for i, s in enumerate(stocks):
-                room = min(p.max_order, p.capacity - max(s, 0))
-                for q in range(room + 1):
-                    s_next, profit = _period_step(p, s, q, p.demand[t])
-                    candidate = profit + value_next[s_next + offset]
-                    if candidate > value[i] + 1e-12:
-                        value[i], best[i] = candidate, q
-            decisions.append(best)
-            value_next = value
-        decisions.reverse()
-        actions: list[Action] = []
+        decisions, value, offset = _bellman(p)
+        orders = []
         stock = p.initial_stock
         for t in range(p.horizon):
             q = int(decisions[t][stock + offset])
-            if q > 0:
-                actions.append(Action(op="place_order", args={"quantity": q}))
-            actions.append(Action(op="advance_period"))
+            orders.append(q)
             stock, _ = _period_step(p, stock, q, p.demand[t])
-        u_star = float(value_next[p.initial_stock + offset])
-        return Solution(u_star, actions, "backward Bellman recursion", {"states": len(stocks) * p.horizon})
+        u_star = float(value[p.initial_stock + offset])
+        actions = [Action(op="close_periods", args={"orders": orders})]
+        return Solution(u_star, actions, "backward Bellman recursion",
+                        {"states": len(value) * p.horizon, "orders": orders})
 
     def default_actions(self, params: InventoryParams) -> list[Action]:
-        """Order up to the forecast sticker every period (trusts it, never probes)."""
+        """Order up to the forecast sticker every period (trusts it, never probes), all periods in one call."""
         p = params
-        actions = [Action(op="read_forecast", args={"period": 1})]
-        stock = p.initial_stock
-        for t in range(p.horizon):
-            room = min(p.max_order, p.capacity - max(stock, 0))
-            q = int(min(max(p.forecast[t] - stock, 0), room))
-            if q > 0:
-                actions.append(Action(op="place_order", args={"quantity": q}))
-            actions.append(Action(op="advance_period"))
-            stock, _ = _period_step(p, stock, q, p.demand[t])
-        return actions
+        return [Action(op="read_forecast", args={"period": 1}),
+                Action(op="close_periods", args={"orders": _order_up_to(p, p.forecast)})]
 
+    # --- dynamics -------------------------------------------------------------------------
     def operations(self, params: InventoryParams) -> list[OperationSpec]:
         period = {"period": ArgSpec(type="integer", description="period number", minimum=1,
                                     maximum=params.horizon)}
         quantity = {"quantity": ArgSpec(type="integer", description="units", minimum=1,
                                         maximum=params.max_order)}
+        orders = {"orders": ArgSpec(type="array", items="integer", minimum=0, maximum=params.max_order,
+                                    max_items=params.horizon,
+                                    description="units to order in each period to close, in order (0: none)")}
         return [
             OperationSpec(name="probe_demand", kind="probe", summary="true demand of one period", args=period),
             OperationSpec(name="probe_price", kind="probe", summary="selling price per unit"),
@@ -173,7 +199,7 @@ class InventoryDP(Mechanism[InventoryParams]):
             OperationSpec(name="probe_shortage_terms", kind="probe",
                           summary="what happens to unmet demand and what it costs"),
             OperationSpec(name="read_forecast", kind="info", summary="the posted forecast of one period",
-                          args=period, decoy=True),
+                          args=period, decoy=True, estimates="demand"),
             OperationSpec(name="check_stock", kind="info", summary="current period, stock and pending order"),
             OperationSpec(name="view_ledger", kind="info", summary="what happened in past periods"),
             OperationSpec(name="place_order", kind="decision", summary="add units to this period's order",
@@ -181,6 +207,8 @@ class InventoryDP(Mechanism[InventoryParams]):
             OperationSpec(name="cancel_order", kind="decision", summary="cancel this period's pending order"),
             OperationSpec(name="advance_period", kind="clock",
                           summary="receive the order, serve demand and close the period"),
+            OperationSpec(name="close_periods", kind="clock", args=orders,
+                          summary="order and close several periods in a row, one order per period"),
             OperationSpec(name="finish", kind="clock", summary="stop; remaining periods run with no orders"),
         ]
 
@@ -199,44 +227,76 @@ class InventoryDP(Mechanism[InventoryParams]):
         if op == "probe_price":
             return {"price": p.price}
         if op == "probe_unit_cost":
-            return {"unit_cost": p.unit_cost}
+            return {"unit cost": p.unit_cost}
         if op == "probe_fixed_cost":
-            return {"fixed_cost": p.fixed_cost}
+            return {"order fee": p.fixed_cost}
         if op == "probe_holding_cost":
-            return {"holding_cost": p.holding_cost}
+            return {"holding cost": p.holding_cost}
         if op == "probe_shortage_terms":
-            return {"unmet_demand": "backlogged" if p.backlog else "lost", "max_backlog": p.max_backlog,
-                    "backlog_cost": p.backlog_cost, "lost_sale_penalty": p.shortage_penalty}
+            if p.backlog:
+                return {"unmet demand": "waits for later deliveries", "most waiting": p.max_backlog,
+                        "waiting cost": p.backlog_cost, "lost-sale penalty": p.shortage_penalty}
+            return {"unmet demand": "is lost", "lost-sale penalty": p.shortage_penalty}
         if op == "check_stock":
-            return {"period": state["period"] + 1, "periods_total": p.horizon, "stock": state["stock"],
-                    "pending_order": state["pending"], "profit_so_far": round(state["profit"], 6)}
+            return {"period": min(state["period"] + 1, p.horizon), "periods": p.horizon, "stock": state["stock"],
+                    "pending order": state["pending"], "profit so far": round(state["profit"], 6),
+                    "finished": state["finished"]}
         if op == "view_ledger":
-            return {"ledger": state["ledger"]}
+            return {"ledger": list(state["ledger"])}
+        if op in ("place_order", "cancel_order", "advance_period", "close_periods", "finish") and state["finished"]:
+            raise ActionError("the run is over")
         if op == "place_order":
             quantity = require_int(args, "quantity", 1, p.max_order)
             total = state["pending"] + quantity
             if total > p.max_order:
-                raise ActionError(f"order would total {total} units; the most per period is {p.max_order}")
+                raise ActionError(f"the order would total {total}; the most per period is {p.max_order}")
             if max(state["stock"], 0) + total > p.capacity:
-                raise ActionError(f"stock plus order would exceed the capacity of {p.capacity} units")
+                raise ActionError(f"stock plus order would exceed the storage capacity of {p.capacity}")
             state["pending"] = total
-            return {"pending_order": total}
+            return {"pending order": total}
         if op == "cancel_order":
             state["pending"] = 0
-            return {"pending_order": 0}
+            return {"pending order": 0}
         if op == "advance_period":
-            t = state["period"]
-            stock, profit = _period_step(p, state["stock"], state["pending"], p.demand[t])
-            state["ledger"].append({"period": t + 1, "ordered": state["pending"], "demand": p.demand[t],
-                                    "stock_after": stock, "profit": round(profit, 6)})
-            state.update(period=t + 1, stock=stock, pending=0, profit=state["profit"] + profit)
-            state["finished"] = state["period"] >= p.horizon
-            return {"closed_period": t + 1, "demand": p.demand[t], "stock": stock,
-                    "period_profit": round(profit, 6), "finished": state["finished"]}
+            return self._close(p, state, [state["pending"]])
+        if op == "close_periods":
+            orders = require_int_list(args, "orders", 0, p.max_order, distinct=False)
+            left = p.horizon - state["period"]
+            if len(orders) > left:
+                raise ActionError(f"only {left} period(s) are left to close, got {len(orders)} orders")
+            orders = [state["pending"] + orders[0], *orders[1:]]
+            stock = state["stock"]
+            for t, q in enumerate(orders, start=state["period"] + 1):
+                if q > p.max_order:
+                    raise ActionError(f"the order of period {t} would total {q}; the most per period is "
+                                      f"{p.max_order}")
+                if max(stock, 0) + q > p.capacity:
+                    raise ActionError(f"in period {t} stock plus order would exceed the storage capacity of "
+                                      f"{p.capacity}")
+                stock, _ = _period_step(p, stock, q, p.demand[t - 1])
+            return self._close(p, state, orders)
         if op == "finish":
             state["finished"] = True
-            return {"finished": True}
+            return {"finished": True, "total profit": round(self.utility(p, state), 6)}
         raise ActionError(f"unknown operation {op!r}")
+
+    def _close(self, p: InventoryParams, state: dict[str, Any], orders: list[int]) -> dict[str, Any]:
+        """Close one period per order, booking each as a ledger line; report the periods' profit."""
+        closed = []
+        for q in orders:
+            t = state["period"]
+            stock, profit = _period_step(p, state["stock"], q, p.demand[t])
+            line = {"period": t + 1, "ordered": q, "demand": p.demand[t], "stock after": stock,
+                    "profit": round(profit, 6)}
+            state["ledger"].append(line)
+            closed.append(line)
+            state.update(period=t + 1, stock=stock, pending=0, profit=state["profit"] + profit)
+        state["finished"] = state["period"] >= p.horizon
+        report = {"closed": closed, "profit of these periods": round(sum(x["profit"] for x in closed), 6),
+                  "profit so far": round(state["profit"], 6), "stock": state["stock"], "finished": state["finished"]}
+        if state["finished"]:
+            report["total profit"] = round(self.utility(p, state), 6)
+        return report
 
     def utility(self, params: InventoryParams, state: dict[str, Any]) -> float:
         stock, total = state["stock"], state["profit"]
@@ -245,33 +305,130 @@ class InventoryDP(Mechanism[InventoryParams]):
             total += profit
         return float(total - params.shortage_penalty * max(-stock, 0))
 
-    def describe(self, params: InventoryParams, vocab: dict[str, str]) -> str:
+    # --- facts, belief, heuristics ----------------------------------------------------------
+    def facts(self, params: InventoryParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
-        shortage = (
-            f"Unmet demand is backlogged up to {p.max_backlog} {v['items']} at {p.backlog_cost:g} {v['currency']} "
-            f"per {v['item']} and {v['period']}; beyond that, and at the end, it is lost at "
-            f"{p.shortage_penalty:g} {v['currency']} each."
-            if p.backlog
-            else f"Unmet demand is lost, with a penalty of {p.shortage_penalty:g} {v['currency']} per {v['item']}."
+        T, per, cur = p.horizon, v["period"], v["currency"]
+        demand = "; ".join(f"{t + 1}: {d}" for t, d in enumerate(p.demand))
+        forecast = "; ".join(f"{t + 1}: {d}" for t, d in enumerate(p.forecast))
+        if p.backlog:
+            shortage = probed("shortage", "probe_shortage_terms",
+                              f"Unmet demand waits for later deliveries, up to {p.max_backlog} {v['items']} at a "
+                              f"time, at a waiting cost of {p.backlog_cost:g} {cur} per {v['item']} and {per}; "
+                              f"demand beyond that is lost, at a lost-sale penalty of {p.shortage_penalty:g} {cur} "
+                              f"per {v['item']}.", [p.max_backlog, p.backlog_cost, p.shortage_penalty])
+        else:
+            shortage = probed("shortage", "probe_shortage_terms",
+                              f"Unmet demand is lost (nothing waits for later deliveries), at a lost-sale penalty "
+                              f"of {p.shortage_penalty:g} {cur} per {v['item']}.", [p.shortage_penalty])
+        return [
+            rule("structure", f"There are {T} {per}s, numbered 1 to {T}. {v['place']} can hold at most "
+                 f"{p.capacity} {v['items']} after a delivery, one {per}'s order is at most {p.max_order} "
+                 f"{v['items']}, and the stock at the start is {p.initial_stock} {v['items']}.",
+                 T, p.capacity, p.max_order, p.initial_stock),
+            probed("demand", "probe_demand", f"The true demand for {v['items']}, {per} by {per}: {demand}.",
+                   p.demand),
+            probed("forecast", "read_forecast", f"The {v['sticker']} forecasts this demand (an outside estimate, "
+                   f"not the true demand), {per} by {per}: {forecast}.", p.forecast),
+            probed("price", "probe_price", f"Each {v['item']} sells for {p.price:g} {cur}.", [p.price]),
+            probed("unit_cost", "probe_unit_cost", f"The {v['supplier']} charges {p.unit_cost:g} {cur} per "
+                   f"{v['item']} ordered.", [p.unit_cost]),
+            probed("fixed_cost", "probe_fixed_cost", f"Every {per} with an order pays a fee of {p.fixed_cost:g} "
+                   f"{cur}.", [p.fixed_cost]),
+            probed("holding_cost", "probe_holding_cost", f"Holding costs {p.holding_cost:g} {cur} per {v['item']} "
+                   f"in stock at the end of a {per}.", [p.holding_cost]),
+            shortage,
+            rule("timing", f"In each {per} the order arrives first; then the demand, and any shortage waiting from "
+                 f"earlier {per}s, is served from stock; the {per}'s costs are booked when it closes."),
+            rule("end_of_run", f"A shortage still waiting after the last {per} is lost, at the lost-sale penalty "
+                 f"per {v['item']}."),
+            rule(OBJECTIVE, f"Your result is the total profit over all {per}s, in {cur}: the price times the "
+                 f"{v['items']} sold, minus the unit cost times the {v['items']} ordered, minus the fee of every "
+                 f"{per} with an order, minus the holding cost of every {v['item']} in stock at the end of each "
+                 f"{per}, minus the waiting cost of every {v['item']} of shortage waiting at the end of each {per}, "
+                 f"minus the lost-sale penalty of every {v['item']} of demand lost (shortages still waiting after "
+                 f"the last {per} included)."),
+            rule(END, f"Closing the last {per} ends the run. Ending the run early lets the remaining {per}s run "
+                 "without new orders."),
+            rule(BUDGET_END, f"If the turns run out before the last {per} is closed, the remaining {per}s run "
+                 f"without new orders (an order of the current {per} not yet closed is dropped), and the profit is "
+                 "counted as above."),
+        ]
+
+    def probe_order(self, params: InventoryParams) -> list[Action]:
+        """The five cost probes first (one call each, they shape every order), then the demand of each period,
+        the largest forecast first."""
+        p = params
+        periods = sorted(range(1, p.horizon + 1), key=lambda t: (-p.forecast[t - 1], t))
+        return [*(Action(op=op) for op in SCALAR_PROBES),
+                *(Action(op="probe_demand", args={"period": t}) for t in periods)]
+
+    def believed(self, params: InventoryParams, probed: list[Action]) -> InventoryParams:
+        """Probed figures are true. An unprobed demand is its forecast, scaled by how far the probed demands were
+        from their forecasts; an unprobed cost is a middling prior; unprobed shortage terms: demand is lost."""
+        p = params
+        done = {a.op for a in probed}
+        seen = {a.args["period"] for a in probed if a.op == "probe_demand"}
+        known_f = sum(p.forecast[t - 1] for t in seen)
+        ratio = sum(p.demand[t - 1] for t in seen) / known_f if known_f > 0 else 1.0
+        demand = [p.demand[t - 1] if t in seen else int(round(p.forecast[t - 1] * ratio))
+                  for t in range(1, p.horizon + 1)]
+        terms = "probe_shortage_terms" in done
+        return InventoryParams(
+            demand=demand, forecast=list(p.forecast), capacity=p.capacity, max_order=p.max_order,
+            initial_stock=p.initial_stock,
+            price=p.price if "probe_price" in done else PRIOR_PRICE,
+            unit_cost=p.unit_cost if "probe_unit_cost" in done else PRIOR_UNIT_COST,
+            fixed_cost=p.fixed_cost if "probe_fixed_cost" in done else PRIOR_FIXED_COST,
+            holding_cost=p.holding_cost if "probe_holding_cost" in done else PRIOR_HOLDING_COST,
+            shortage_penalty=p.shortage_penalty if terms else PRIOR_PENALTY,
+            backlog=p.backlog if terms else False,
+            max_backlog=p.max_backlog if terms else 0,
+            backlog_cost=p.backlog_cost if terms else 0.0,
         )
-        return (
-            f"There are {p.horizon} {v['period']}s. True demand per {v['period']}: {p.demand}. "
-            f"The {v['sticker']} says: {p.forecast}. Capacity {p.capacity} {v['items']}, at most "
-            f"{p.max_order} per order, starting stock {p.initial_stock}. Price {p.price:g}, unit cost "
-            f"{p.unit_cost:g}, fixed cost per order {p.fixed_cost:g}, holding cost {p.holding_cost:g} per "
-            f"{v['item']} left at the end of a {v['period']} (all in {v['currency']}). {shortage}"
-        )
+
+    def heuristic_actions(self, params: InventoryParams) -> dict[str, list[Action]]:
+        """lot_for_lot: each period, look up its true demand, then order exactly what it lacks and close it (no
+        batching against the fee). forecast_pairs: trust the forecast, but order two periods' worth every other
+        period to save fees (one call)."""
+        p = params
+        lot: list[Action] = []
+        stock = p.initial_stock
+        for t in range(p.horizon):
+            q = min(max(p.demand[t] - max(stock, 0) + max(-stock, 0), 0), p.capacity - max(stock, 0), p.max_order)
+            lot += [Action(op="probe_demand", args={"period": t + 1}),
+                    Action(op="close_periods", args={"orders": [q]})]
+            stock, _ = _period_step(p, stock, q, p.demand[t])
+        pairs, stock = [], p.initial_stock
+        for t in range(p.horizon):
+            want = p.forecast[t] + (p.forecast[t + 1] if t + 1 < p.horizon else 0) if t % 2 == 0 else 0
+            q = min(max(want - max(stock, 0), 0), p.capacity - max(stock, 0), p.max_order)
+            pairs.append(q)
+            stock, _ = _period_step(p, stock, q, p.demand[t])
+        return {"lot_for_lot": lot, "forecast_pairs": [Action(op="close_periods", args={"orders": pairs})]}
 
     def secret_numbers(self, params: InventoryParams) -> list[float]:
         p = params
-        return [*p.demand, p.price, p.unit_cost, p.fixed_cost, p.holding_cost, p.shortage_penalty,
-                p.backlog_cost]
+        extra = [p.max_backlog, p.backlog_cost] if p.backlog else []
+        return [*p.demand, p.price, p.unit_cost, p.fixed_cost, p.holding_cost, p.shortage_penalty, *extra]
 
     def probe_allowance(self, params: InventoryParams) -> int:
         return params.horizon + 5
 
     def public_numbers(self, params: InventoryParams) -> list[float]:
-        return [params.horizon, params.capacity, params.max_order, *range(1, params.horizon + 1)]
+        return [params.horizon, params.capacity, params.max_order, params.initial_stock,
+                *range(1, params.horizon + 1)]
+
+
+def _order_up_to(p: InventoryParams, targets: list[int]) -> list[int]:
+    """Each period, order up to the target (within the capacity and the order limit)."""
+    orders, stock = [], p.initial_stock
+    for t in range(p.horizon):
+        room = min(p.max_order, p.capacity - max(stock, 0))
+        q = int(min(max(targets[t] - stock, 0), room))
+        orders.append(q)
+        stock, _ = _period_step(p, stock, q, p.demand[t])
+    return orders
 
 
 register(InventoryDP())
