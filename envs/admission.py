@@ -11,7 +11,7 @@ from typing import Any
 
 import mechanisms
 from envs.agents import play
-from envs.completeness import Incomplete, check_completeness
+from envs.completeness import Incomplete, bound_observations, check_completeness
 from envs.difficulty import INFORMED, MIN_INFORMED_SCORE
 from envs.environment import Environment
 from envs.lint import LintError, lint
@@ -114,22 +114,22 @@ def admit(spec: EnvSpec) -> Admission:
         check_structure(spec)
         checks["structure"] = "ok"
         declared = mechanisms.get(spec.family).declares_facts  # TRANSITIONAL: every family will
+        observations = bound_observations(spec) if declared else {}
         try:
             if declared:
-                check_completeness(spec)
+                check_completeness(spec, observations)
         except Incomplete as gap:
             raise Rejected("completeness", str(gap)) from None
         checks["completeness"] = "ok"
-        try:
-            if declared:
-                lint(spec)
-        except LintError as defect:
-            raise Rejected("prose", str(defect)) from None
-        checks["prose"] = "ok"
         _check_band(spec, checks)
-        _check_play(spec, checks)
+        hidden_plays = _check_play(spec, checks)
         if declared:
-            _check_ceiling(spec, checks)
+            hidden_plays.append(_check_ceiling(spec, checks))
+            try:
+                lint(spec, observations, hidden_plays)
+            except LintError as defect:
+                raise Rejected("prose", str(defect)) from None
+            checks["prose"] = "ok"
         leaks = hidden_leaks(spec)
         if leaks:
             raise Rejected("leak", f"hidden mode shows parameter or solution values {leaks[:5]}")
@@ -141,17 +141,22 @@ def admit(spec: EnvSpec) -> Admission:
     return Admission(True, None, None, checks)
 
 
-def _check_play(spec: EnvSpec, checks: dict[str, Any]) -> None:
+def _check_play(spec: EnvSpec, checks: dict[str, Any]) -> list[list[dict[str, Any]]]:
     """Every baseline through the rendered tools of every mode. Modes that expose the same tools behave the same
     (the mode only changes the instructions), so such a mode takes the verdicts of the first one; determinism is a
-    property of the dynamics, checked by one repeated replay."""
+    property of the dynamics, checked by one repeated replay. Returns the trajectories of the oracle and the default
+    with the hidden mode's tools (what the prose lint reads)."""
     ref = spec.reference
     played: dict[tuple, dict[str, Any]] = {}
+    trajectories: dict[tuple, list[list[dict[str, Any]]]] = {}
+    hidden: list[list[dict[str, Any]]] = []
     for mode in MODES:
         env = Environment(spec, mode)
         interface = tuple(tool.model_dump_json() for tool in env.tool_specs())
         if interface in played:
             checks[mode] = dict(played[interface])
+            if mode == "hidden":
+                hidden = trajectories[interface]
             continue
         oracle = play(env, "oracle")
         if oracle.errors:
@@ -173,10 +178,14 @@ def _check_play(spec: EnvSpec, checks: dict[str, Any]) -> None:
                 raise Rejected("C3", f"{result.agent} beat u* in {mode} mode: {result.u:.6g} > {ref.u_star:.6g}")
         checks[mode] = played[interface] = {"oracle": oracle.score, "default": baseline.score, "idle": idle.score,
                                             "random": fuzz.score, "oracle_turns": oracle.turns}
+        trajectories[interface] = [oracle.trajectory, baseline.trajectory]
+        if mode == "hidden":
+            hidden = trajectories[interface]
     checks["C1"] = checks["C3"] = checks["repeat"] = "ok"
+    return list(hidden)
 
 
-def _check_ceiling(spec: EnvSpec, checks: dict[str, Any]) -> None:
+def _check_ceiling(spec: EnvSpec, checks: dict[str, Any]) -> list[dict[str, Any]]:
     """The informed agent's recorded play, replayed through the hidden mode's tools, reaches what was recorded and
     beats the default (else the budget, not skill, decides the score); a requested tier is the measured one."""
     difficulty = spec.difficulty
@@ -194,6 +203,7 @@ def _check_ceiling(spec: EnvSpec, checks: dict[str, Any]) -> None:
     if difficulty.requested is not None and difficulty.requested != difficulty.tier:
         raise Rejected("difficulty", f"measured {difficulty.tier}, the plan asked for {difficulty.requested}")
     checks["difficulty"] = difficulty.tier
+    return result.trajectory
 
 
 def _check_band(spec: EnvSpec, checks: dict[str, Any]) -> None:

@@ -43,20 +43,32 @@ def observed_numbers(observation: Any) -> set[float]:
     return found
 
 
-def revealed_numbers(mechanism, params, op: OperationSpec) -> set[float]:
-    """The numbers an operation reveals over all its calls (a probe: those of the family's probe order), each call
-    on a fresh state."""
-    calls = ([a for a in mechanism.probe_order(params) if a.op == op.name] if op.kind == "probe"
-             else operation_calls(mechanism.id, op))
+def operation_observations(mechanism, params, operations: list[OperationSpec]) -> dict[str, list[Any]]:
+    """The observations of every call of these probe and info operations, each on a fresh state (a probe: the calls
+    of the family's probe order; an info operation: every combination of its arguments)."""
+    probe_calls: dict[str, list] = {}
+    for action in mechanism.probe_order(params):
+        probe_calls.setdefault(action.op, []).append(action)
     fresh = mechanism.initial_state(params)
-    found: set[float] = set()
-    for action in calls:
-        found |= observed_numbers(mechanism.apply(params, copy.deepcopy(fresh), action))
-    return found
+    seen: dict[str, list[Any]] = {}
+    for op in operations:
+        calls = probe_calls.get(op.name, []) if op.kind == "probe" else operation_calls(mechanism.id, op)
+        seen[op.name] = [mechanism.apply(params, copy.deepcopy(fresh), action) for action in calls]
+    return seen
 
 
-def check_facts(spec: EnvSpec, facts: list[Fact]) -> None:
-    """Raise Incomplete with the first gap between the stated facts and what the hidden mode reaches."""
+def bound_observations(spec: EnvSpec) -> dict[str, list[Any]]:
+    """`operation_observations` of the probe and info operations the spec binds to tools."""
+    mechanism = mechanisms.get(spec.family)
+    params = mechanism.params_from_data(spec.params)
+    bound = {tool.operation for tool in spec.rendering.tools}
+    operations = [op for op in mechanism.operations(params) if op.kind in ("probe", "info") and op.name in bound]
+    return operation_observations(mechanism, params, operations)
+
+
+def check_facts(spec: EnvSpec, facts: list[Fact], observations: dict[str, list[Any]] | None = None) -> None:
+    """Raise Incomplete with the first gap between the stated facts and what the hidden mode reaches
+    (`observations`: bound_observations(spec), when the caller has them)."""
     mechanism = mechanisms.get(spec.family)
     params = mechanism.params_from_data(spec.params)
     keys = {fact.key for fact in facts}
@@ -68,7 +80,7 @@ def check_facts(spec: EnvSpec, facts: list[Fact]) -> None:
     public = {round(float(x), 6) for x in mechanism.public_numbers(params)} | {float(spec.turn_budget)}
     operations = {op.name: op for op in mechanism.operations(params)}
     hidden_tools = {tool.operation for tool in spec.rendering.tools}
-    revealed: dict[str, set[float]] = {}
+    observations = bound_observations(spec) if observations is None else observations
     covered: set[float] = set()
     for fact in facts:
         numbers = {round(x, 6) for x in fact.numbers}
@@ -87,9 +99,8 @@ def check_facts(spec: EnvSpec, facts: list[Fact]) -> None:
             raise Incomplete(f"the fact {fact.key!r} names {fact.probe!r}, which is not a probe or info operation")
         if fact.probe not in hidden_tools:
             raise Incomplete(f"no hidden-mode tool is bound to {fact.probe!r}, the probe of {fact.key!r}")
-        if op.name not in revealed:
-            revealed[op.name] = revealed_numbers(mechanism, params, op)
-        unreached = sorted(numbers - revealed[op.name])
+        revealed = observed_numbers(observations.get(op.name, []))
+        unreached = sorted(numbers - revealed)
         if unreached:
             raise Incomplete(f"the fact {fact.key!r} states {unreached[0]:g}, which no call of {fact.probe!r} "
                              "reveals")
@@ -99,8 +110,8 @@ def check_facts(spec: EnvSpec, facts: list[Fact]) -> None:
         raise Incomplete(f"the hidden value {unstated[0]:g} belongs to no declared fact")
 
 
-def check_completeness(spec: EnvSpec) -> None:
+def check_completeness(spec: EnvSpec, observations: dict[str, list[Any]] | None = None) -> None:
     """The check for one environment, with its family's facts in the vocabulary of its passage."""
     mechanism = mechanisms.get(spec.family)
     params = mechanism.params_from_data(spec.params)
-    check_facts(spec, mechanism.facts(params, passage_vocabulary(spec.rendering.passage_id)))
+    check_facts(spec, mechanism.facts(params, passage_vocabulary(spec.rendering.passage_id)), observations)

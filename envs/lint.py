@@ -20,7 +20,7 @@ from typing import Any
 import mechanisms
 from envs.agents import play
 from envs.environment import Environment, shown
-from mechanisms.base import operation_calls
+from envs.completeness import bound_observations
 from schemas.envspec import EnvSpec
 from setter.corpus import passage_vocabulary
 from setter.phrasebook import family_vocabulary_keys
@@ -46,23 +46,18 @@ def words_of(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text.replace("_", " "))}
 
 
-def visible_observations(spec: EnvSpec) -> list[Any]:
-    """The observations an agent can see: every probe and info call on a fresh state, and three played episodes."""
-    mechanism = mechanisms.get(spec.family)
-    env = Environment(spec, "hidden")
+def visible_observations(spec: EnvSpec, observations: dict[str, list[Any]] | None = None,
+                         trajectories: list[list[dict[str, Any]]] | None = None) -> list[Any]:
+    """What an agent can see, renamed as the rendering shows it: every probe and info call on a fresh state
+    (envs.completeness.bound_observations, when not given) and the hidden-mode plays of the oracle, the default and
+    the informed agent (played here when not given)."""
     names = spec.rendering.observation_names
-    seen: list[Any] = []
-    bound = {tool.operation for tool in spec.rendering.tools}
-    for op in mechanism.operations(env.params):
-        if op.kind not in ("probe", "info") or op.name not in bound:
-            continue
-        for action in operation_calls(mechanism.id, op)[:50] if op.kind == "info" else \
-                [a for a in mechanism.probe_order(env.params) if a.op == op.name][:50]:
-            state = mechanism.initial_state(env.params)
-            seen.append(shown(mechanism.apply(env.params, state, action), names))
-    for agent in ("oracle", "default", "informed"):
-        result = play(env, agent)
-        seen.extend(step["result"] for step in result.trajectory)
+    observations = bound_observations(spec) if observations is None else observations
+    seen = [shown(observation, names) for calls in observations.values() for observation in calls]
+    if trajectories is None:
+        env = Environment(spec, "hidden")
+        trajectories = [play(env, agent).trajectory for agent in ("oracle", "default", "informed")]
+    seen.extend(step["result"] for trajectory in trajectories for step in trajectory)
     return seen
 
 
@@ -78,8 +73,9 @@ def _keys_and_strings(observation: Any, keys: list[str], strings: list[str]) -> 
         strings.append(observation)
 
 
-def lint(spec: EnvSpec) -> None:
-    """Raise LintError with the first defect found."""
+def lint(spec: EnvSpec, observations: dict[str, list[Any]] | None = None,
+         trajectories: list[list[dict[str, Any]]] | None = None) -> None:
+    """Raise LintError with the first defect found (see visible_observations for the optional arguments)."""
     mechanism = mechanisms.get(spec.family)
     vocab = passage_vocabulary(spec.rendering.passage_id)
     used = family_vocabulary_keys(spec.family)
@@ -99,7 +95,7 @@ def lint(spec: EnvSpec) -> None:
             raise LintError(f"the description of {tool.name!r} does not say what a call spends")
     keys: list[str] = []
     strings: list[str] = []
-    for observation in visible_observations(spec):
+    for observation in visible_observations(spec, observations, trajectories):
         _keys_and_strings(observation, keys, strings)
     shown_names = set(names.values())
     for key in dict.fromkeys(keys):
