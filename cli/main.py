@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     play = add("play", "play an environment with a baseline agent, or type tool calls yourself (--agent human)")
     play.add_argument("env_id")
     play.add_argument("--mode", choices=("written", "revealed", "hidden"), default="hidden")
-    play.add_argument("--agent", choices=("oracle", "default", "idle", "random", "human"), default="oracle")
+    play.add_argument("--agent", choices=("oracle", "default", "informed", "idle", "random", "human"),
+                      default="oracle")
     play.add_argument("--seed", type=int, default=0, help="seed of the random agent")
     play.add_argument("--format", choices=("table", "json"), default="table")
 
@@ -131,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default 24)")
 
     ev = add("eval", "play an agent (a baseline or any litellm model) over selected environments; land the episodes")
-    ev.add_argument("--agent", choices=("oracle", "default", "idle", "random", "litellm"), default="litellm")
+    ev.add_argument("--agent", choices=("oracle", "default", "informed", "idle", "random", "litellm"),
+                    default="litellm")
     ev.add_argument("--model", help="litellm model for --agent litellm, e.g. openai/gpt-4o-mini")
     ev.add_argument("--mode", default="hidden", help="written, revealed, hidden, several comma-separated, or all")
     ev.add_argument("--where", default="true", help="SQL condition over the environments table, e.g. \"family = "

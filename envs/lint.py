@@ -19,8 +19,8 @@ from typing import Any
 
 import mechanisms
 from envs.agents import play
-from envs.environment import Environment, shown
 from envs.completeness import bound_observations
+from envs.environment import Environment, shown
 from schemas.envspec import EnvSpec
 from setter.corpus import passage_vocabulary
 from setter.phrasebook import family_vocabulary_keys

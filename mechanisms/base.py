@@ -22,9 +22,9 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from mechanisms.facts import Fact, stated
-from schemas.tiers import TIERS  # noqa: F401 - re-exported: the tiers belong with Tier
 from schemas.envspec import Action, OperationSpec, pickled_actions, unpickled_actions
 from schemas.strict_json import LONG_INT_TEXT, is_long_int
+from schemas.tiers import TIERS  # noqa: F401 - re-exported: the tiers belong with Tier
 
 P = TypeVar("P", bound=BaseModel)
 

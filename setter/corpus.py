@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -53,7 +53,7 @@ def choose_passage(family: str, instance_key: str, attempt: int = 1) -> Passage:
     return suited[(digest + 7 * (attempt - 1)) % len(suited)]
 
 
-@lru_cache(maxsize=None)
+@cache
 def passage_vocabulary(passage_id: str) -> dict[str, str]:
     """The vocabulary of a passage by id (what a rendering names in `passage_id`); ValueError if unknown."""
     for passage in load_corpus():

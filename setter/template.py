@@ -23,7 +23,6 @@ from setter.phrasebook import (
     vocabulary,
 )
 
-
 # every call of every tool spends one turn of the budget, whatever it does (a refused call too)
 SPENDS = " Each call spends one turn."
 
