@@ -209,11 +209,21 @@ def cmd_families(args) -> int:
 
     order = list(mechanisms.GROUPS)
     rows = [(m.id, m.version, m.group, f"{m.size_range[0]}-{m.size_range[1]}",
-             f"{m.horizon_range[0]}-{m.horizon_range[1]}", " ".join(f"{s}x{h}" for s, h in m.grid()), m.summary)
+             f"{m.horizon_range[0]}-{m.horizon_range[1]}", " ".join(f"{s}x{h}" for s, h in m.grid()),
+             _tiers_text(m), m.summary)
             for m in sorted(mechanisms.families(), key=lambda m: (order.index(m.group), m.id))]
-    columns = ["family", "version", "group", "size", "horizon", "grid", "summary"]
+    columns = ["family", "version", "group", "size", "horizon", "grid", "tiers", "summary"]
     print_rows(columns, rows, fmt=args.format)
     return 0
+
+
+def _tiers_text(mechanism) -> str:
+    """Each tier's cells, and the share of the probe allowance its budget grants when not all of it."""
+    parts = []
+    for name, tier in mechanism.tiers().items():
+        share = "" if tier.probe_share >= 1 else f" (probes {tier.probe_share:.0%})"
+        parts.append(f"{name} {' '.join(f'{s}x{h}' for s, h in tier.grid)}{share}")
+    return "; ".join(parts)
 
 
 def cmd_solve(args) -> int:
