@@ -8,20 +8,28 @@ Parameters (all can be given as data):
   default policy trusts; when omitted from data it equals ``distances``)
 - ``unvisited_penalty``: the charge for every stop still unvisited when the episode ends (hidden,
   non-negative); it makes skipping stops costly, so that doing nothing is worse than driving a tour.
-Dynamics: the vehicle drives from where it is to an unvisited stop (a decision); the last leg can be
-undone or the whole route cleared while planning; returning to the depot, or finishing, ends the
-episode. The utility of a state is ``u = -(distance of the legs driven + the leg from the current
+Dynamics: the vehicle drives from where it is to an unvisited stop (a decision), or along a whole list of
+unvisited stops in one call (the bulk form the reference plans use); the last leg can be undone or the
+whole route cleared while planning; returning to the depot, or finishing, ends the episode. The utility of a state is ``u = -(distance of the legs driven + the leg from the current
 position back to the depot + unvisited_penalty x stops not visited)``: it treats the episode as ending
 now with the vehicle driving straight home. Every state is a simple depot path, so no play can beat u*.
-The knobs: ``size`` is the number of stops n (4..15); ``horizon`` (1..8) is how many legs of the posted
+The knobs: ``size`` is the number of stops n (4..24); ``horizon`` (1..12) is how many legs of the posted
 map's nearest-neighbour route the map badly understates (their true length is 2.5-4 times the posted
 one, as after a closure); it is clipped to the n+1 legs of that route.
 The sampler draws n+1 points in a 100 x 100 square; the posted map is the rounded straight-line
 distance, the true legs are 0-30 % longer (independently per direction), and the penalty is 1-1.5
 times the longest depot round trip.
-Solved exactly by Held-Karp dynamic programming over subsets (vectorised with numpy, one popcount layer
-at a time): the shortest depot path through each subset ending at each stop, then the best subset to
-visit given the penalty (normally every stop). Checked against brute force over all ordered subsets.
+Solved exactly by Held-Karp dynamic programming over subsets up to 12 stops (vectorised with numpy, one
+popcount layer at a time): the shortest depot path through each subset ending at each stop, then the best
+subset to visit given the penalty (normally every stop). Beyond that, an exact mixed-integer program solved by
+HiGHS (scipy.optimize.milp, console silenced): a binary per leg and per stop visited, degree constraints, and
+generalised subtour-elimination cuts added while the solution has a cycle that misses the depot (re-solved
+until it has none, so the optimum is exact). Both are checked against brute force and each other.
+
+Hidden mode: every leg is posted on the map (the decoy); the true lengths come row by row from surveys, the
+charge from its own probe. The informed agent surveys the depot's row, then the rows of the stops along the
+map's nearest-neighbour route, and believes the map (scaled by the median true/posted ratio it surveyed, or a
+surveyed reverse leg) for the rest.
 """
 
 from __future__ import annotations
@@ -32,11 +40,13 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, require_int
+from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_int_list
+from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.registry import register
 from schemas.envspec import Action, ArgSpec, OperationSpec
 
-MAX_STOPS = 15  # Held-Karp keeps 2^n x n path lengths: about half a million at 15 stops
+MAX_STOPS = 24
+HELD_KARP_STOPS = 12  # Held-Karp keeps 2^n x n path lengths (49,152 at 12 stops); the MILP solves beyond
 BAD_FACTOR = (2.5, 4.0)  # how much longer than posted a badly understated leg really is
 REDRAWS = 24  # the sampler redraws the understated legs while the default would already be optimal
 
@@ -132,17 +142,126 @@ def _held_karp(dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return cost, parent
 
 
+def _cycles(successor: dict[int, int]) -> list[list[int]]:
+    """The cycles of a successor map (every node with a successor lies on exactly one)."""
+    seen: set[int] = set()
+    cycles = []
+    for start in successor:
+        if start in seen:
+            continue
+        cycle, node = [], start
+        while node not in seen:
+            seen.add(node)
+            cycle.append(node)
+            node = successor[node]
+        cycles.append(cycle)
+    return cycles
+
+
+def _milp_route(dist: np.ndarray, penalty: float) -> list[int]:
+    """The best depot tour through a subset of the stops (at least one), exactly, by HiGHS with subtour cuts.
+
+    Variables: x[i, j] (the leg i -> j is driven) and y[k] (stop k is visited). Every visited stop has one leg in
+    and one out, the depot one of each; the cost is the legs driven plus the penalty of each stop not visited. A
+    solution whose legs form a cycle S that misses the depot gets, for every k in S, the cut
+    x(S) <= y(S) - y[k] (a cycle through S needs a leg out of S); the program is re-solved until none is left.
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix, csr_matrix, vstack
+
+    n = dist.shape[0] - 1
+    nodes = n + 1
+    tail, head = np.nonzero(~np.eye(nodes, dtype=bool))
+    legs = len(tail)
+    size = legs + n
+    cost = np.r_[dist[tail, head], -penalty * np.ones(n)]
+    rows, cols, vals, low, high = [], [], [], [], []
+    for k in range(nodes):
+        out, into = np.nonzero(tail == k)[0], np.nonzero(head == k)[0]
+        for r, arcs in ((2 * k, out), (2 * k + 1, into)):
+            rows += [r] * len(arcs)
+            cols += arcs.tolist()
+            vals += [1.0] * len(arcs)
+            if k:
+                rows.append(r)
+                cols.append(legs + k - 1)
+                vals.append(-1.0)
+        low += [1.0, 1.0] if k == 0 else [0.0, 0.0]
+        high += [1.0, 1.0] if k == 0 else [0.0, 0.0]
+    matrix = coo_matrix((vals, (rows, cols)), shape=(2 * nodes, size)).tocsr()
+    cuts: list = []
+    while True:
+        constraint = LinearConstraint(vstack([matrix, *cuts]).tocsr() if cuts else matrix,
+                                      np.r_[low, [-np.inf] * len(cuts)], np.r_[high, [0.0] * len(cuts)])
+        result = milp(cost, constraints=constraint, integrality=np.ones(size), bounds=Bounds(0, 1),
+                      options={"disp": False, "mip_rel_gap": 0.0})
+        if result.x is None:
+            raise RuntimeError(f"HiGHS found no tour: {result.message}")
+        driven = result.x[:legs] > 0.5
+        successor = {int(i): int(j) for i, j in zip(tail[driven], head[driven], strict=True)}
+        stray = [cycle for cycle in _cycles(successor) if 0 not in cycle]
+        if not stray:
+            break
+        for cycle in stray:
+            inside = np.isin(tail, cycle) & np.isin(head, cycle)
+            for k in cycle:
+                row = np.zeros(size)
+                row[:legs][inside] = 1.0
+                row[[legs + i - 1 for i in cycle if i != k]] = -1.0
+                cuts.append(csr_matrix(row[None, :]))
+    route, node = [], successor[0]
+    while node != 0:
+        route.append(node)
+        node = successor[node]
+    return route
+
+
+def _tour_cost(dist: np.ndarray, penalty: float, route: list[int]) -> float:
+    path = [0, *route, 0]
+    return float(sum(dist[a, b] for a, b in zip(path[:-1], path[1:], strict=True))
+                 + penalty * (dist.shape[0] - 1 - len(route)))
+
+
+def best_route(dist: np.ndarray, penalty: float) -> tuple[list[int], str, int]:
+    """The stops of a shortest depot tour with the penalty of the skipped ones, in driving order (exact):
+    (route, method, Held-Karp states or 0)."""
+    n = dist.shape[0] - 1
+    if n <= HELD_KARP_STOPS:
+        cost, parent = _held_karp(dist)
+        unvisited = n - _popcounts(n)
+        total = cost + dist[1:, 0][None, :] + penalty * unvisited[:, None]
+        mask, last = np.unravel_index(int(np.argmin(total)), total.shape)
+        route: list[int] = []
+        if total[mask, last] < n * penalty:
+            mask, last = int(mask), int(last)
+            while last >= 0:
+                route.append(last + 1)
+                mask, last = mask & ~(1 << last), int(parent[mask, last])
+            route.reverse()
+        return route, "Held-Karp dynamic programming over subsets", int(np.isfinite(cost).sum())
+    route = _milp_route(dist, penalty)
+    if _tour_cost(dist, penalty, route) >= n * penalty:
+        route = []
+    return route, "HiGHS MILP with generalised subtour-elimination cuts", 0
+
+
 class Routing(Mechanism[RoutingParams]):
     id = "routing"
     version = 1
     group = "trained"
     summary = "drive one vehicle from the depot through every stop and back as briefly as possible; Held-Karp"
     Params = RoutingParams
-    size_range = (4, 15)  # stops
-    horizon_range = (1, 8)  # legs of the posted nearest-neighbour route that the map badly understates
+    size_range = (4, MAX_STOPS)  # stops
+    horizon_range = (1, 12)  # legs of the posted nearest-neighbour route that the map badly understates
     default_size = 8
     default_horizon = 3
     difficulty_grid = [(5, 1), (7, 2), (8, 3), (10, 4), (12, 6), (15, 8)]
+    difficulty_tiers = {
+        "easy": Tier(((5, 1), (6, 1), (6, 2)), 1.0),
+        "medium": Tier(((8, 2), (9, 3), (10, 3)), 1.0),
+        "hard": Tier(((12, 4), (14, 5)), 0.5),
+        "frontier": Tier(((16, 6), (18, 8), (20, 8)), 0.3),
+    }
     u0_band = (0.3, 0.995)
 
     # --- parameters -----------------------------------------------------------------------
@@ -175,29 +294,18 @@ class Routing(Mechanism[RoutingParams]):
     def solve(self, params: RoutingParams) -> Solution:
         p = params
         n = p.stops
-        dist = np.asarray(p.distances, dtype=float)
-        cost, parent = _held_karp(dist)
-        unvisited = n - _popcounts(n)
-        total = cost + dist[1:, 0][None, :] + p.unvisited_penalty * unvisited[:, None]
-        mask, last = np.unravel_index(int(np.argmin(total)), total.shape)
-        route: list[int] = []
-        if total[mask, last] < n * p.unvisited_penalty:
-            mask, last = int(mask), int(last)
-            while last >= 0:
-                route.append(last + 1)
-                mask, last = mask & ~(1 << last), int(parent[mask, last])
-            route.reverse()
-        actions = [*(Action(op="drive_to", args={"stop": s}) for s in route), Action(op="return_to_depot")]
+        route, method, states = best_route(np.asarray(p.distances, dtype=float), p.unvisited_penalty)
+        actions = [*([Action(op="drive_route", args={"stops": route})] if route else []),
+                   Action(op="return_to_depot")]
         u_star = self.run(p, actions)
         facts = {"stops": n, "route": route, "skipped": sorted(set(range(1, n + 1)) - set(route)),
-                 "subset_states": int(np.isfinite(cost).sum())}
-        return Solution(u_star, actions, "Held-Karp dynamic programming over subsets", facts)
+                 "subset_states": states}
+        return Solution(u_star, actions, method, facts)
 
     def default_actions(self, params: RoutingParams) -> list[Action]:
-        """Nearest neighbour on the posted map from the depot, every stop, then home (never probes)."""
+        """Nearest neighbour on the posted map from the depot, every stop in one call, then home (never probes)."""
         order = _nearest_neighbour(np.asarray(params.posted_distances, dtype=float))
-        return [Action(op="read_posted_legs_from", args={"origin": 0}),
-                *(Action(op="drive_to", args={"stop": s}) for s in order), Action(op="return_to_depot")]
+        return [Action(op="drive_route", args={"stops": order}), Action(op="return_to_depot")]
 
     # --- dynamics -------------------------------------------------------------------------
     def operations(self, params: RoutingParams) -> list[OperationSpec]:
@@ -206,6 +314,8 @@ class Routing(Mechanism[RoutingParams]):
         destination = ArgSpec(type="integer", description="where the leg ends (0 is the depot)", minimum=0,
                               maximum=n)
         stop = {"stop": ArgSpec(type="integer", description="stop number", minimum=1, maximum=n)}
+        stops = {"stops": ArgSpec(type="array", items="integer", description="stop numbers in driving order",
+                                  minimum=1, maximum=n, max_items=n)}
         return [
             OperationSpec(name="probe_leg", kind="probe", summary="the true length of one leg",
                           args={"origin": origin, "destination": destination}),
@@ -213,14 +323,16 @@ class Routing(Mechanism[RoutingParams]):
                           summary="the true length of every leg out of one place", args={"origin": origin}),
             OperationSpec(name="probe_penalty", kind="probe", summary="the charge for each stop left unvisited"),
             OperationSpec(name="read_posted_leg", kind="info", summary="the posted map's length of one leg",
-                          args={"origin": origin, "destination": destination}, decoy=True),
-            OperationSpec(name="read_posted_legs_from", kind="info", decoy=True,
+                          args={"origin": origin, "destination": destination}, decoy=True, estimates="distance"),
+            OperationSpec(name="read_posted_legs_from", kind="info", decoy=True, estimates="distances",
                           summary="the posted map's length of every leg out of one place", args={"origin": origin}),
             OperationSpec(name="list_stops", kind="info", summary="the stop numbers and the depot"),
             OperationSpec(name="view_route", kind="info",
                           summary="the route so far, where the vehicle is, distance driven and stops left"),
             OperationSpec(name="drive_to", kind="decision", summary="drive from here to an unvisited stop",
                           args=stop),
+            OperationSpec(name="drive_route", kind="decision",
+                          summary="drive from here through a list of unvisited stops in order", args=stops),
             OperationSpec(name="undo_last_leg", kind="decision", summary="take the last leg off the route"),
             OperationSpec(name="clear_route", kind="decision", summary="take every leg off the route"),
             OperationSpec(name="return_to_depot", kind="clock",
@@ -237,6 +349,11 @@ class Routing(Mechanism[RoutingParams]):
         path = [0, *route]
         return float(sum(p.distances[a][b] for a, b in zip(path[:-1], path[1:], strict=True)))
 
+    def _where(self, p: RoutingParams, route: list[int]) -> dict[str, Any]:
+        return {"route": [0, *route], "position": route[-1] if route else 0,
+                "distance driven": self._driven(p, route),
+                "stops left": [k for k in range(1, p.stops + 1) if k not in route]}
+
     def apply(self, params: RoutingParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
         p, op, args = params, action.op, action.args
         n = p.stops
@@ -249,40 +366,48 @@ class Routing(Mechanism[RoutingParams]):
             i = _require_int(args, "origin", 0, n)
             return {"origin": i, "distances": {str(j): p.distances[i][j] for j in range(n + 1) if j != i}}
         if op == "probe_penalty":
-            return {"penalty_per_unvisited_stop": p.unvisited_penalty}
+            return {"penalty": p.unvisited_penalty}
         if op == "read_posted_leg":
             i, j = _require_int(args, "origin", 0, n), _require_int(args, "destination", 0, n)
-            return {"origin": i, "destination": j, "posted_distance": p.posted_distances[i][j]}
+            return {"origin": i, "destination": j, "posted distance": p.posted_distances[i][j]}
         if op == "read_posted_legs_from":
             i = _require_int(args, "origin", 0, n)
             return {"origin": i,
-                    "posted_distances": {str(j): p.posted_distances[i][j] for j in range(n + 1) if j != i}}
+                    "posted distances": {str(j): p.posted_distances[i][j] for j in range(n + 1) if j != i}}
         if op == "list_stops":
             return {"depot": 0, "stops": list(range(1, n + 1))}
         if op == "view_route":
-            return {"route": [0, *route], "at": here, "distance_driven": self._driven(p, route),
-                    "stops_left": [s for s in range(1, n + 1) if s not in route]}
+            return self._where(p, route)
+        if self.finished(state):
+            raise ActionError("the round is over")
         if op == "drive_to":
             s = _require_int(args, "stop", 1, n)
             if s in route:
                 raise ActionError(f"stop {s} has already been visited")
             state["route"] = [*route, s]
-            return {"at": s, "leg_distance": p.distances[here][s], "distance_driven": self._driven(p, state["route"]),
-                    "stops_left": [k for k in range(1, n + 1) if k not in state["route"]]}
+            return {"leg distance": p.distances[here][s], **self._where(p, state["route"])}
+        if op == "drive_route":
+            listed = require_int_list(args, "stops", 1, n)
+            again = [s for s in listed if s in route]
+            if again:
+                raise ActionError(f"stop {again[0]} has already been visited")
+            state["route"] = [*route, *listed]
+            return self._where(p, state["route"])
         if op == "undo_last_leg":
             if not route:
                 raise ActionError("the route is empty; there is no leg to undo")
             state["route"] = route[:-1]
-            return {"at": state["route"][-1] if state["route"] else 0, "route": [0, *state["route"]]}
+            return self._where(p, state["route"])
         if op == "clear_route":
             state["route"] = []
-            return {"at": 0, "route": [0]}
+            return self._where(p, [])
         if op in ("return_to_depot", "finish"):
             state["finished"] = True
             unvisited = n - len(route)
-            return {"route": [0, *route, 0], "return_leg": p.distances[here][0],
-                    "distance_total": self._driven(p, route) + p.distances[here][0],
-                    "unvisited_stops": unvisited, "finished": True}
+            total = self._driven(p, route) + p.distances[here][0]
+            return {"route": [0, *route, 0], "return leg": p.distances[here][0], "distance total": total,
+                    "unvisited stops": unvisited, "charges": p.unvisited_penalty * unvisited,
+                    "total cost": total + p.unvisited_penalty * unvisited, "finished": True}
         raise ActionError(f"unknown operation {op!r}")
 
     def utility(self, params: RoutingParams, state: dict[str, Any]) -> float:
@@ -291,21 +416,86 @@ class Routing(Mechanism[RoutingParams]):
         return -float(self._driven(p, route) + home + p.unvisited_penalty * (p.stops - len(route)))
 
     # --- rendering facts ------------------------------------------------------------------
-    def describe(self, params: RoutingParams, vocab: dict[str, str]) -> str:
+    def facts(self, params: RoutingParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
         n = p.stops
 
         def rows(matrix: list[list[float]]) -> str:
             return "; ".join(f"from {i}: [{', '.join(f'{x:g}' for x in row)}]" for i, row in enumerate(matrix))
 
-        return (
-            f"The {v['vehicle']} starts at the depot at {v['place']} (number 0) and must call at {n} "
-            f"{v['customer']} {v['sites']} (numbers 1 to {n}), each at most once, then return to the depot. "
-            f"Every {v['site']} not visited when the run ends is charged {p.unvisited_penalty:g} distance units. "
-            f"The goal is the smallest total of distance driven (including the way back) plus charges. "
-            f"True leg lengths (row = from, position in the row = to, 0 = depot): {rows(p.distances)}. "
-            f"The {v['sticker']} (a posted map, not the truth) gives: {rows(p.posted_distances)}."
-        )
+        def off(matrix: list[list[float]]) -> list[float]:
+            return [x for i, row in enumerate(matrix) for j, x in enumerate(row) if i != j]
+
+        return [
+            rule("structure", f"The {v['vehicle']} starts at the depot at {v['place']} (number 0) and may call at "
+                 f"{n} {v['customer']} {v['sites']}, numbered 1 to {n}, each at most once.", n),
+            probed("legs", "probe_legs_from", "The surveyed length of every leg (row = from, position in the row = "
+                   f"to, 0 = the depot; legs may differ by direction): {rows(p.distances)}.", off(p.distances)),
+            probed("posted", "read_posted_legs_from", f"The {v['sticker']} quotes these lengths (an estimate, not "
+                   f"a survey): {rows(p.posted_distances)}.", off(p.posted_distances)),
+            probed("penalty", "probe_penalty", f"Every {v['customer']} {v['site']} still unvisited when the round "
+                   f"ends is charged {p.unvisited_penalty:g} length units.", [p.unvisited_penalty]),
+            rule("driving", f"The {v['vehicle']} drives from where it is to {v['sites']} not yet visited, one or "
+                 "a whole list in one call, always along the direct leg; a leg can be taken back (or the whole "
+                 "route cleared) before the round ends."),
+            rule(OBJECTIVE, "Your result is minus the total cost, where the total cost is the surveyed length of "
+                 f"every leg driven, plus the leg from the last {v['site']} back to the depot, plus the charge of "
+                 f"every {v['site']} left unvisited; the smaller the total cost, the better."),
+            rule(END, f"Driving back to the depot ends the round, and so does ending it at once: then the "
+                 f"{v['vehicle']} goes straight back to the depot from where it is and every unvisited "
+                 f"{v['site']} is charged."),
+            rule(BUDGET_END, "If the turns run out before the round ends, it ends as if the "
+                 f"{v['vehicle']} drove straight back to the depot from where it is then: the legs driven, that "
+                 f"way back and the charges of the unvisited {v['sites']} count."),
+        ]
+
+    def probe_order(self, params: RoutingParams) -> list[Action]:
+        """The depot's legs first, then the legs out of each stop along the map's nearest-neighbour route (where
+        the default drives), then the charge."""
+        order = _nearest_neighbour(np.asarray(params.posted_distances, dtype=float))
+        return [*(Action(op="probe_legs_from", args={"origin": i}) for i in [0, *order]),
+                Action(op="probe_penalty")]
+
+    def believed(self, params: RoutingParams, probed: list[Action]) -> RoutingParams:
+        """Surveyed rows are true; an unsurveyed leg takes its surveyed reverse leg when there is one, else the
+        map's length scaled by the median surveyed/posted ratio; an unprobed charge is 1.25 times the longest
+        believed round trip through the depot."""
+        p = params
+        n = p.stops
+        rows = {int(a.args["origin"]) for a in probed if a.op == "probe_legs_from"}
+        legs = {(int(a.args["origin"]), int(a.args["destination"])) for a in probed if a.op == "probe_leg"}
+        legs |= {(i, j) for i in rows for j in range(n + 1)}
+        ratios = [p.distances[i][j] / p.posted_distances[i][j] for i, j in legs
+                  if i != j and p.posted_distances[i][j] > 0]
+        scale = float(np.median(ratios)) if ratios else 1.0
+        dist = [[float(p.distances[i][j]) if (i, j) in legs else
+                 float(p.distances[j][i]) if (j, i) in legs else
+                 float(round(p.posted_distances[i][j] * scale, 6)) for j in range(n + 1)] for i in range(n + 1)]
+        for i in range(n + 1):
+            dist[i][i] = 0.0
+        if any(a.op == "probe_penalty" for a in probed):
+            penalty = p.unvisited_penalty
+        else:
+            penalty = round(1.25 * max(dist[0][k] + dist[k][0] for k in range(1, n + 1)), 6)
+        return RoutingParams(distances=dist, posted_distances=p.posted_distances, unvisited_penalty=penalty)
+
+    def heuristic_actions(self, params: RoutingParams) -> dict[str, list[Action]]:
+        """posted_tour: the shortest tour on the map (no surveys), driven in one call.
+        nearest_surveyed: survey the legs out of where the vehicle is, drive to the nearest unvisited stop, repeat
+        (one call per survey and per leg), then home."""
+        p = params
+        n = p.stops
+        posted = np.asarray(p.posted_distances, dtype=float)
+        route, _, _ = best_route(posted, 1e9)
+        tour = [Action(op="drive_route", args={"stops": route}), Action(op="return_to_depot")]
+        nearest, here, left = [], 0, set(range(1, n + 1))
+        while left:
+            nearest.append(Action(op="probe_legs_from", args={"origin": here}))
+            here = min(left, key=lambda j: (p.distances[here][j], j))
+            left.discard(here)
+            nearest.append(Action(op="drive_to", args={"stop": here}))
+        nearest.append(Action(op="return_to_depot"))
+        return {"posted_tour": tour, "nearest_surveyed": nearest}
 
     def secret_numbers(self, params: RoutingParams) -> list[float]:
         p = params
