@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, require_int, require_number
+from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_number
+from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.registry import register
 from schemas.envspec import Action, ArgSpec, OperationSpec
 
@@ -165,17 +166,58 @@ def _violations(p: LPParams, state: dict[str, Any], product: int, quantity: floa
     return [info["name"] for info in _rows(p) if violated[info["row"]]]
 
 
+def _resource_names(p: LPParams) -> dict[int, str]:
+    """The observation key of every resource row: "resource i" (the i-th of its period) or "shared resource i"."""
+    names: dict[int, str] = {}
+    for r in _rows(p):
+        if r["kind"] == "resource":
+            words = r["name"].split()
+            names[r["row"]] = (f"resource {words[1]}" if words[0] == "resource" else f"shared resource {words[2]}")
+    return names
+
+
+def _room(p: LPParams, x: np.ndarray, j: int, bound: float) -> float:
+    """The most of variable j that fits beside the other quantities of x (rows with positive use of j)."""
+    a = np.asarray(p.A_ub, dtype=float)
+    b = np.asarray(p.b_ub, dtype=float)
+    rest = x.copy()
+    rest[j] = 0.0
+    free = b - a @ rest
+    ratios = [max(float(free[i]), 0.0) / a[i, j] for i in range(len(b)) if a[i, j] > 0]
+    return float(min([bound, *ratios]))
+
+
+def _require_number_list(args: dict[str, Any], name: str, length: int, high: float) -> list[float]:
+    """A list of exactly `length` numbers, each at least 0 (above `high` it is lowered to `high`)."""
+    value = args.get(name)
+    if not isinstance(value, list) or len(value) != length:
+        shown = f"a list of {len(value)}" if isinstance(value, list) else type(value).__name__
+        raise ActionError(f"argument {name!r} must list {length} numbers, one per product in order; got {shown}")
+    numbers = []
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise ActionError(f"argument {name!r} must list numbers of at least 0, got {str(v)[:40]!r}")
+        numbers.append(min(float(v), high))
+    return numbers
+
+
 class LP(Mechanism[LPParams]):
     id = "lp"
     version = 1
     group = "near_ood"
     summary = "plan production over periods under resource limits and demand caps; linear program (HiGHS)"
     Params = LPParams
-    size_range = (2, 8)  # products
-    horizon_range = (1, 6)  # periods
+    size_range = (2, 10)  # products
+    horizon_range = (1, 8)  # periods
     default_size = 3
     default_horizon = 2
-    difficulty_grid = [(2, 1), (3, 2), (4, 2), (4, 3), (5, 3)]  # 6 x 4 and up describe in over 6,000 characters
+    difficulty_grid = [(2, 1), (3, 2), (4, 2), (4, 3), (5, 3)]
+    difficulty_tiers = {
+        "easy": Tier(((2, 1), (3, 1), (2, 2)), 1.0),
+        "medium": Tier(tuple(difficulty_grid), 1.0),
+        "hard": Tier(((6, 3), (6, 4)), 0.5),
+        "frontier": Tier(((8, 4), (8, 5)), 0.3),
+    }
     u0_band = (-1.0, 0.97)
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> LPParams:
@@ -226,7 +268,9 @@ class LP(Mechanism[LPParams]):
         over = lhs > b
         if over.any():  # scale toward 0 (always feasible) to remove the solver's tiny violations
             x *= float(np.min(b[over] / lhs[over]))
-        actions = self._replayable(p, x)
+        actions = self._bulk(p, x)
+        if actions is None:
+            actions = self._replayable(p, x)
         state = self.initial_state(p)
         for action in actions:
             self.apply(p, state, action)
@@ -236,6 +280,27 @@ class LP(Mechanism[LPParams]):
         facts = {"variables": p.n, "rows": len(b), "lp_objective": float(-result.fun),
                  "iterations": int(getattr(result, "nit", 0) or 0)}
         return Solution(u_star, actions, "HiGHS LP (scipy.optimize.linprog, method=highs)", facts)
+
+    def _bulk(self, p: LPParams, x: np.ndarray) -> list[Action] | None:
+        """One bulk setting and one commit per period, if the dynamics keep every quantity exactly (they do unless
+        rows with negative entries make the order matter); None otherwise."""
+        state = self.initial_state(p)
+        actions: list[Action] = []
+        for t in range(1, p.periods + 1):
+            wanted = [float(x[p.var(t, k)]) for k in range(1, p.n_products + 1)]
+            if any(wanted):
+                action = Action(op="set_plan", args={"quantities": wanted})
+                try:
+                    self.apply(p, state, action)
+                except ActionError:
+                    return None
+                if state["quantities"][t - 1] != wanted:
+                    return None
+                actions.append(action)
+            action = Action(op="advance_period")
+            self.apply(p, state, action)
+            actions.append(action)
+        return actions
 
     def _replayable(self, p: LPParams, x: np.ndarray) -> list[Action]:
         """Set the non-zero quantities of each period in an order the dynamics accept, then advance."""
@@ -257,60 +322,69 @@ class LP(Mechanism[LPParams]):
             actions.append(action)
         return actions
 
+    def _even_split(self, p: LPParams, x: np.ndarray, t: int) -> list[float]:
+        """The default's quantities of period t: an equal share of every row's room for each product posted
+        profitable (the rest make nothing)."""
+        columns = [p.var(t, k) for k in range(1, p.n_products + 1)]
+        quantities = []
+        for j in columns:
+            best = math.inf
+            for i, row in enumerate(p.A_ub):
+                if row[j] <= 0:
+                    continue
+                sharers = sum(1 for jj in columns if row[jj] > 0)
+                room = max(p.b_ub[i] - float(np.dot(row, x)), 0.0)
+                best = min(best, room / sharers / row[j])
+            ok = p.sticker_profit[j] > 0 and math.isfinite(best)
+            quantities.append(best if ok else 0.0)
+        return quantities
+
     def default_actions(self, params: LPParams) -> list[Action]:
-        """Each product gets an equal share of every row's room; products with a sticker <= 0 make nothing."""
+        """Each product posted profitable gets an equal share of every row's room; the rest make nothing. One bulk
+        setting per period."""
         p = params
-        actions = [Action(op="read_profit_sticker", args={"product": 1})]
+        actions = [Action(op="read_profit_sticker", args={"period": 1, "product": 1})]
         state = self.initial_state(p)
         for t in range(1, p.periods + 1):
-            x = _flat(state)
-            columns = [p.var(t, k) for k in range(1, p.n_products + 1)]
-            quantities = []
-            for k, j in enumerate(columns, start=1):
-                best = math.inf
-                for i, row in enumerate(p.A_ub):
-                    if row[j] <= 0:
-                        continue
-                    sharers = sum(1 for jj in columns if row[jj] > 0)
-                    room = max(p.b_ub[i] - float(np.dot(row, x)), 0.0)
-                    best = min(best, room / sharers / row[j])
-                ok = p.sticker_profit[j] > 0 and math.isfinite(best)
-                quantities.append((k, best if ok else 0.0))
-            for k, q in quantities:
-                if q > 0:
-                    action = Action(op="set_production", args={"product": k, "quantity": q})
-                    self.apply(p, state, action)
-                    actions.append(action)
-            action = Action(op="advance_period")
-            self.apply(p, state, action)
-            actions.append(action)
+            quantities = self._even_split(p, _flat(state), t)
+            step = [Action(op="set_plan", args={"quantities": quantities})] if any(quantities) else []
+            for action in [*step, Action(op="advance_period")]:
+                self.apply(p, state, action)
+                actions.append(action)
         return actions
 
     def operations(self, params: LPParams) -> list[OperationSpec]:
         p = params
+        bound = _quantity_bound(p)
+        period = {"period": ArgSpec(type="integer", description="period number", minimum=1, maximum=p.periods)}
         product = {"product": ArgSpec(type="integer", description="product number", minimum=1,
                                       maximum=p.n_products)}
         quantity = {**product, "quantity": ArgSpec(type="number", description="units to make this period",
-                                                   minimum=0, maximum=_quantity_bound(p))}
+                                                   minimum=0, maximum=bound)}
+        plan = {"quantities": ArgSpec(type="array", items="number", minimum=0, maximum=bound,
+                                      max_items=p.n_products,
+                                      description="units of every product this period, in product order")}
         return [
-            OperationSpec(name="probe_profit", kind="probe",
-                          summary="true profit per unit of one product this period", args=product),
-            OperationSpec(name="probe_usage", kind="probe", args=product,
-                          summary="how much of every resource one unit of a product uses this period"),
-            OperationSpec(name="probe_resource_limits", kind="probe",
-                          summary="the limit of every resource this period"),
-            OperationSpec(name="probe_demand_caps", kind="probe",
-                          summary="the most units of each product that can be sold this period"),
-            OperationSpec(name="read_profit_sticker", kind="info",
-                          summary="the posted profit per unit of one product", args=product, decoy=True),
+            OperationSpec(name="probe_profit", kind="probe", args={**period, **product},
+                          summary="true profit per unit of one product in one period"),
+            OperationSpec(name="probe_usage", kind="probe", args={**period, **product},
+                          summary="how much of every resource one unit of a product uses in one period"),
+            OperationSpec(name="probe_resource_limits", kind="probe", args=period,
+                          summary="the limit of every resource in one period"),
+            OperationSpec(name="probe_demand_caps", kind="probe", args=period,
+                          summary="the most units of each product that can be sold in one period"),
+            OperationSpec(name="read_profit_sticker", kind="info", args={**period, **product}, decoy=True,
+                          estimates="profit", summary="the posted profit per unit of one product in one period"),
             OperationSpec(name="list_products", kind="info",
                           summary="the product numbers and the number of periods"),
             OperationSpec(name="view_plan", kind="info",
-                          summary="the current period, this period's quantities and the committed ones"),
+                          summary="the current period, this period's quantities, the committed ones and the profit"),
             OperationSpec(name="resource_slack", kind="info",
                           summary="how much of every resource is still free this period"),
             OperationSpec(name="set_production", kind="decision",
                           summary="set how many units of one product to make this period", args=quantity),
+            OperationSpec(name="set_plan", kind="decision", args=plan,
+                          summary="set the units of every product this period at once, each cut to what fits"),
             OperationSpec(name="clear_production", kind="decision",
                           summary="set every quantity of this period to 0"),
             OperationSpec(name="advance_period", kind="clock",
@@ -323,42 +397,53 @@ class LP(Mechanism[LPParams]):
         return {"period": 0, "quantities": [[0.0] * params.n_products for _ in range(params.periods)],
                 "finished": False}
 
+    def _period_profit(self, p: LPParams, state: dict[str, Any], t: int) -> float:
+        return float(sum(p.c[p.var(t, k + 1)] * q for k, q in enumerate(state["quantities"][t - 1])))
+
     def apply(self, params: LPParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
         p, op, args = params, action.op, action.args
         t = state["period"] + 1  # the current period, 1-based
-        if op == "probe_profit":
+        if op in ("probe_profit", "read_profit_sticker", "probe_usage"):
+            s = _require_int(args, "period", 1, p.periods)
             k = _require_int(args, "product", 1, p.n_products)
-            return {"period": t, "product": k, "profit": p.c[p.var(t, k)]}
-        if op == "read_profit_sticker":
-            k = _require_int(args, "product", 1, p.n_products)
-            return {"period": t, "product": k, "sticker_profit": p.sticker_profit[p.var(t, k)]}
-        if op == "probe_usage":
-            k = _require_int(args, "product", 1, p.n_products)
-            j = p.var(t, k)
-            usage = {r["name"]: p.A_ub[r["row"]][j] for r in _rows(p)
-                     if r["kind"] == "resource" and p.A_ub[r["row"]][j] != 0}
-            return {"period": t, "product": k, "usage_per_unit": usage}
+            j = p.var(s, k)
+            if op == "probe_profit":
+                return {"period": s, "product": k, "profit": p.c[j]}
+            if op == "read_profit_sticker":
+                return {"period": s, "product": k, "posted": p.sticker_profit[j]}
+            names = _resource_names(p)
+            return {"period": s, "product": k,
+                    "usage": {names[i]: p.A_ub[i][j] for i in names if p.A_ub[i][j] != 0}}
         if op == "probe_resource_limits":
-            return {"period": t, "limits": {r["name"]: p.b_ub[r["row"]] for r in self._resources(p, t)}}
+            s = _require_int(args, "period", 1, p.periods)
+            names = _resource_names(p)
+            return {"period": s, "limits": {names[r["row"]]: p.b_ub[r["row"]] for r in self._resources(p, s)}}
         if op == "probe_demand_caps":
+            s = _require_int(args, "period", 1, p.periods)
             caps: dict[str, float | None] = {}
             for k in range(1, p.n_products + 1):
-                j = p.var(t, k)
+                j = p.var(s, k)
                 own = [p.b_ub[r["row"]] / p.A_ub[r["row"]][j] for r in _rows(p)
                        if r["kind"] == "cap" and r["var"] == j]
                 caps[f"product {k}"] = min(own) if own else None
-            return {"period": t, "demand_caps": caps}
+            return {"period": s, "caps": caps}
         if op == "list_products":
             return {"products": list(range(1, p.n_products + 1)), "periods": p.periods}
         if op == "view_plan":
-            return {"period": t, "periods_total": p.periods,
-                    "this_period": {f"product {k + 1}": q for k, q in enumerate(state["quantities"][t - 1])},
+            current = min(t, p.periods)
+            return {"period": current, "periods": p.periods,
+                    "planned": {f"product {k + 1}": q for k, q in enumerate(state["quantities"][current - 1])},
                     "committed": [{"period": s + 1, "quantities": list(state["quantities"][s])}
-                                  for s in range(t - 1)]}
+                                  for s in range(min(t - 1, p.periods))],
+                    "total": self.utility(p, state)}
         if op == "resource_slack":
             x = _flat(state)
-            return {"period": t, "free": {r["name"]: p.b_ub[r["row"]] - float(np.dot(p.A_ub[r["row"]], x))
-                                          for r in self._resources(p, t)}}
+            names = _resource_names(p)
+            current = min(t, p.periods)
+            return {"period": current, "free": {names[r["row"]]: p.b_ub[r["row"]] - float(np.dot(p.A_ub[r["row"]], x))
+                                                for r in self._resources(p, current)}}
+        if state["finished"] and op in ("set_production", "set_plan", "clear_production", "advance_period"):
+            raise ActionError("the plan is closed")
         if op == "set_production":
             k = _require_int(args, "product", 1, p.n_products)
             bound = _quantity_bound(p)
@@ -374,17 +459,38 @@ class LP(Mechanism[LPParams]):
                                   + ", ".join(violated))
             state["quantities"][t - 1][k - 1] = quantity
             return {"period": t, "product": k, "quantity": quantity}
+        if op == "set_plan":
+            bound = _quantity_bound(p)
+            wanted = _require_number_list(args, "quantities", p.n_products, math.inf if bound is None else bound)
+            before = list(state["quantities"][t - 1])
+            cut = []
+            for k, quantity in enumerate(wanted, start=1):
+                current = state["quantities"][t - 1][k - 1]
+                if _violations(p, state, k, quantity):
+                    room = _room(p, _flat(state), p.var(t, k), math.inf if bound is None else bound)
+                    quantity = min(quantity, max(current, room))
+                    if _violations(p, state, k, quantity):
+                        quantity = current
+                    cut.append(k)
+                state["quantities"][t - 1][k - 1] = quantity
+            if any(q < 0 for q in state["quantities"][t - 1]):  # cannot happen; keep the state whole regardless
+                state["quantities"][t - 1] = before
+                raise ActionError("the plan could not be set")
+            return {"period": t, "planned": {f"product {k + 1}": q for k, q in
+                                             enumerate(state["quantities"][t - 1])},
+                    "cut": cut, "profit": self._period_profit(p, state, t)}
         if op == "clear_production":
             state["quantities"][t - 1] = [0.0] * p.n_products
-            return {"period": t, "cleared": True}
+            return {"period": t, "planned": {f"product {k + 1}": 0.0 for k in range(p.n_products)}}
         if op == "advance_period":
             state["period"] = t
             state["finished"] = t >= p.periods
-            return {"committed_period": t, "quantities": list(state["quantities"][t - 1]),
+            return {"committed": t, "quantities": list(state["quantities"][t - 1]),
+                    "profit": self._period_profit(p, state, t), "total": self.utility(p, state),
                     "finished": state["finished"]}
         if op == "finish":
             state["finished"] = True
-            return {"finished": True}
+            return {"total": self.utility(p, state), "finished": True}
         raise ActionError(f"unknown operation {op!r}")
 
     @staticmethod
@@ -394,27 +500,129 @@ class LP(Mechanism[LPParams]):
     def utility(self, params: LPParams, state: dict[str, Any]) -> float:
         return float(np.dot(params.c, _flat(state)))
 
-    def describe(self, params: LPParams, vocab: dict[str, str]) -> str:
+    # --- facts, belief, heuristics ----------------------------------------------------------
+    def facts(self, params: LPParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
-        parts = [f"There are {p.n_products} {v['products']} and {p.periods} {v['period']}(s). Each "
-                 f"{v['period']} you choose how many units of each {v['product']} to make (any non-negative "
-                 f"amount, fractions allowed); the goal is the highest total profit in {v['currency']}."]
+        names = _resource_names(p)
+        rows = _rows(p)
+        per = v["period"]
+        profits, posted, caps, limits, usage = [], [], [], [], []
         for t in range(1, p.periods + 1):
-            profits = ", ".join(f"{v['product']} {k}: {p.c[p.var(t, k)]:g}"
-                                for k in range(1, p.n_products + 1))
-            stickers = ", ".join(f"{v['product']} {k}: {p.sticker_profit[p.var(t, k)]:g}"
-                                 for k in range(1, p.n_products + 1))
-            parts.append(f"{v['period']} {t}: profit per unit {profits}; the {v['sticker']} says {stickers}.")
+            js = [p.var(t, k) for k in range(1, p.n_products + 1)]
+            profits.append(f"{per} {t}: [{', '.join(f'{p.c[j]:g}' for j in js)}]")
+            posted.append(f"{per} {t}: [{', '.join(f'{p.sticker_profit[j]:g}' for j in js)}]")
+            own = []
+            for j in js:
+                cap = [p.b_ub[r["row"]] / p.A_ub[r["row"]][j] for r in rows if r["kind"] == "cap" and r["var"] == j]
+                own.append(f"{min(cap):g}" if cap else "none")
+            caps.append(f"{per} {t}: [{', '.join(own)}]")
+            resources = self._resources(p, t)
+            limits.append(f"{per} {t}: " + ", ".join(
+                f"{_words(names[r['row']], v)} {p.b_ub[r['row']]:g}" for r in resources))
+            usage.append(f"{per} {t}: " + "; ".join(
+                f"{_words(names[r['row']], v)} [" + ", ".join(f"{p.A_ub[r['row']][j]:g}" for j in js) + "]"
+                for r in resources))
+        resource_rows = [r["row"] for r in rows if r["kind"] == "resource"]
+        cap_values = [p.b_ub[r["row"]] / p.A_ub[r["row"]][r["var"]] for r in rows if r["kind"] == "cap"]
+        return [
+            rule("structure", f"There are {p.n_products} {v['products']}, numbered 1 to {p.n_products}, and "
+                 f"{p.periods} {per}(s), numbered 1 to {p.periods}. In each {per} you choose how many units of each "
+                 f"{v['product']} to make (any non-negative amount, fractions allowed), from 0 to "
+                 f"{_quantity_bound(p) or 'any amount'}.", p.n_products, p.periods,
+                 *([_quantity_bound(p)] if _quantity_bound(p) is not None else [])),
+            probed("profits", "probe_profit", f"The true profit per unit in {v['currency']}, {v['product']} by "
+                   f"{v['product']}: {'; '.join(profits)}.", p.c),
+            probed("posted", "read_profit_sticker", f"The {v['sticker']} posts these profits per unit in "
+                   f"{v['currency']} (an outside estimate, not the true profit): {'; '.join(posted)}.",
+                   p.sticker_profit),
+            probed("caps", "probe_demand_caps", f"The most units of each {v['product']} that can be sold, "
+                   f"{v['product']} by {v['product']}: {'; '.join(caps)}.", cap_values),
+            probed("limits", "probe_resource_limits", f"The {v['resources']} available: {'; '.join(limits)}.",
+                   [p.b_ub[i] for i in resource_rows]),
+            probed("usage", "probe_usage", f"The {v['resources']} one unit uses, {v['product']} by "
+                   f"{v['product']}: {'; '.join(usage)}.",
+                   [a for i in resource_rows for a in p.A_ub[i] if a != 0]),
+            rule("constraints", f"In each {per} the units made may not use more {v['resources']} than are "
+                 f"available nor exceed what can be sold. Setting one {v['product']} above that is refused; "
+                 f"setting a whole {per} at once lowers each {v['product']}, in number order, to what still fits. "
+                 f"Only the current {per} can be set; committing it starts the next."),
+            rule(OBJECTIVE, f"Your result is the total profit in {v['currency']}: the sum over every {per} and "
+                 f"{v['product']} of the units made times the true profit per unit (a negative profit loses "
+                 f"money on every unit)."),
+            rule(END, f"Committing the last {per} ends the episode; closing the books ends it at once, the "
+                 f"current {per}'s plan counting and later {per}s making nothing."),
+            rule(BUDGET_END, f"If the turns run out first, the committed {per}s and the current {per}'s plan "
+                 f"as it stands count, and later {per}s make nothing."),
+        ]
+
+    def probe_order(self, params: LPParams) -> list[Action]:
+        """The limits and caps of every period first (one call each), then each product-period's profit and use,
+        highest posted profit first."""
+        p = params
+        calls = [Action(op=op, args={"period": t}) for t in range(1, p.periods + 1)
+                 for op in ("probe_resource_limits", "probe_demand_caps")]
+        pairs = sorted(((t, k) for t in range(1, p.periods + 1) for k in range(1, p.n_products + 1)),
+                       key=lambda tk: (-p.sticker_profit[p.var(*tk)], tk))
+        for t, k in pairs:
+            calls += [Action(op=op, args={"period": t, "product": k}) for op in ("probe_profit", "probe_usage")]
+        return calls
+
+    def believed(self, params: LPParams, probed: list[Action]) -> LPParams:
+        """Probed figures are true. An unprobed profit is the posted one; an unprobed use of a resource is the mean
+        probed use of that resource row (2 when none); unprobed limits of a period make nothing in it; an unprobed
+        cap is no cap beyond the largest quantity."""
+        p = params
+        done = {(a.op, a.args.get("period"), a.args.get("product")) for a in probed}
+        c = [p.c[p.var(t, k)] if ("probe_profit", t, k) in done else p.sticker_profit[p.var(t, k)]
+             for t in range(1, p.periods + 1) for k in range(1, p.n_products + 1)]
+        used = {p.var(t, k) for (op, t, k) in done if op == "probe_usage"}
+        bound = _quantity_bound(p) or 1e6
+        a, b = [], []
         for r in _rows(p):
-            row = p.A_ub[r["row"]]
-            if r["kind"] == "cap":
-                cap = p.b_ub[r["row"]] / row[r["var"]]
-                parts.append(f"At most {cap:g} units: the {_words(r['name'], v)}.")
-            elif r["kind"] == "resource":
-                uses = ", ".join(f"{v['product']} {j % p.n_products + 1} ({v['period']} "
-                                 f"{j // p.n_products + 1}) {row[j]:g}" for j in range(p.n) if row[j] != 0)
-                parts.append(f"{_words(r['name'], v)}: limit {p.b_ub[r['row']]:g}; use per unit: {uses}.")
-        return " ".join(parts)
+            row = list(p.A_ub[r["row"]])
+            limit = p.b_ub[r["row"]]
+            if r["kind"] == "resource":
+                known = [row[j] for j in used if row[j] != 0]
+                guess = sum(known) / len(known) if known else 2.0
+                row = [row[j] if j in used or row[j] == 0 else guess for j in range(p.n)]
+                if not all(("probe_resource_limits", t, None) in done for t in r["periods"]):
+                    limit = 0.0
+            elif r["kind"] == "cap":
+                t = r["periods"][0]
+                if ("probe_demand_caps", t, None) not in done:
+                    limit = bound * row[r["var"]]
+            a.append(row)
+            b.append(limit)
+        return LPParams(c=c, A_ub=a, b_ub=b, sticker_profit=list(p.sticker_profit), products=p.products,
+                        periods=p.periods)
+
+    def heuristic_actions(self, params: LPParams) -> dict[str, list[Action]]:
+        """posted_fill: each period, every product posted profitable at the largest quantity, cut to fit in number
+        order. posted_greedy: each period, probe its limits, caps and every product's use, then fill the products in
+        order of posted profit per unit of their scarcest resource, each as much as fits."""
+        p = params
+        bound = _quantity_bound(p) or 1e6
+        fill: list[Action] = []
+        greedy: list[Action] = []
+        x = np.zeros(p.n)
+        a = np.asarray(p.A_ub, dtype=float)
+        b = np.asarray(p.b_ub, dtype=float)
+        for t in range(1, p.periods + 1):
+            wanted = [bound if p.sticker_profit[p.var(t, k)] > 0 else 0.0 for k in range(1, p.n_products + 1)]
+            fill += [Action(op="set_plan", args={"quantities": wanted}), Action(op="advance_period")]
+            greedy += [Action(op="probe_resource_limits", args={"period": t}),
+                       Action(op="probe_demand_caps", args={"period": t}),
+                       *(Action(op="probe_usage", args={"period": t, "product": k})
+                         for k in range(1, p.n_products + 1))]
+            js = [p.var(t, k) for k in range(1, p.n_products + 1)]
+            scarcity = {j: max((a[i, j] / max(b[i], 1e-9) for i in range(len(b)) if a[i, j] > 0), default=1e-9)
+                        for j in js}
+            for j in sorted((j for j in js if p.sticker_profit[j] > 0),
+                            key=lambda j: (-p.sticker_profit[j] / scarcity[j], j)):
+                x[j] = _room(p, x, j, bound)
+            greedy += [Action(op="set_plan", args={"quantities": [float(x[j]) for j in js]}),
+                       Action(op="advance_period")]
+        return {"posted_fill": fill, "posted_greedy": greedy}
 
     def secret_numbers(self, params: LPParams) -> list[float]:
         p = params

@@ -37,11 +37,12 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, require_int, require_number
+from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_number
+from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.registry import register
 from schemas.envspec import Action, ArgSpec, OperationSpec
 
-MAX_PRODUCTS = 12
+MAX_PRODUCTS = 24
 MAX_RESOURCES = 12
 KKT_TOLERANCE = 1e-9  # verification of the KKT conditions, relative
 FIT_TOLERANCE = 1e-12  # how far (relative) a plan may touch above a limit when the dynamics check it
@@ -267,6 +268,43 @@ def solve_qp(p: QPParams) -> tuple[np.ndarray, dict[str, Any]]:
     return x, facts
 
 
+
+def _room(p: QPParams, x: np.ndarray, k: int, bound: float) -> float:
+    """The most units of product k (0-based) that fit beside plan x (its own current quantity left out)."""
+    _, _, a, b = _arrays(p)
+    rest = x.copy()
+    rest[k] = 0.0
+    free = b - a @ rest
+    ratios = [max(float(free[i]), 0.0) / a[i, k] for i in range(p.m) if a[i, k] > 0]
+    return float(min([bound, *ratios]))
+
+
+def _fitted(p: QPParams, wanted: list[float]) -> np.ndarray:
+    """A whole plan set at once: each quantity, in product order, lowered to what still fits beside the ones
+    before it (the ones after it count as 0 until they are set). A quantity that fits is kept exactly."""
+    x = np.zeros(p.n)
+    bound = _quantity_bound(p)
+    for k, quantity in enumerate(wanted):
+        trial = x.copy()
+        trial[k] = quantity
+        x[k] = quantity if not _over(p, trial) else min(quantity, _room(p, x, k, bound))
+    return x
+
+
+def _require_number_list(args: dict[str, Any], name: str, length: int, high: float) -> list[float]:
+    """A list of exactly `length` numbers, each at least 0 (above `high` it is lowered to `high`)."""
+    value = args.get(name)
+    if not isinstance(value, list) or len(value) != length:
+        shown = f"a list of {len(value)}" if isinstance(value, list) else type(value).__name__
+        raise ActionError(f"argument {name!r} must list {length} numbers, one per product in order; got {shown}")
+    numbers = []
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise ActionError(f"argument {name!r} must list numbers of at least 0, got {str(v)[:40]!r}")
+        numbers.append(min(float(v), high))
+    return numbers
+
+
 class QP(Mechanism[QPParams]):
     id = "qp"
     version = 1
@@ -274,11 +312,17 @@ class QP(Mechanism[QPParams]):
     summary = ("plan production with increasing marginal cost under resource limits; convex quadratic program "
                "(SLSQP, made exact by the KKT system of its active set)")
     Params = QPParams
-    size_range = (2, 10)  # products
-    horizon_range = (1, 6)  # resource constraints
+    size_range = (2, 20)  # products
+    horizon_range = (1, 8)  # resource constraints
     default_size = 4
     default_horizon = 2
     difficulty_grid = [(3, 1), (4, 2), (6, 3), (8, 4), (10, 6)]
+    difficulty_tiers = {
+        "easy": Tier(((2, 1), (3, 1), (3, 2)), 1.0),
+        "medium": Tier(tuple(difficulty_grid), 1.0),
+        "hard": Tier(((10, 4), (12, 5)), 0.5),
+        "frontier": Tier(((14, 6), (16, 8)), 0.3),
+    }
     u0_band = (-1.0, 0.97)
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> QPParams:
@@ -340,8 +384,8 @@ class QP(Mechanism[QPParams]):
             x = x * float(np.min(b[over] / use[over])) * (1.0 - 1e-15)
         if _over(p, x):
             raise RuntimeError("the optimal plan does not fit the resource limits")
-        actions = [Action(op="set_quantity", args={"product": k + 1, "quantity": float(x[k])})
-                   for k in range(p.n) if x[k] > 0]
+        x = np.minimum(x, _quantity_bound(p))
+        actions = ([Action(op="set_plan", args={"quantities": [float(v) for v in x]})] if np.any(x > 0) else [])
         actions.append(Action(op="commit_plan"))
         state = self.initial_state(p)
         for action in actions:
@@ -353,11 +397,11 @@ class QP(Mechanism[QPParams]):
 
     def default_actions(self, params: QPParams) -> list[Action]:
         """Trust the posted margins as constant: every product posted profitable gets an equal share of every
-        resource and uses all of it (the curvature is ignored); a product that no resource limits is skipped."""
+        resource and uses all of it (the curvature is ignored); a product that no resource limits is skipped.
+        The plan is set in one bulk call."""
         p = params
         _, _, a, b = _arrays(p)
         chosen = [k for k in range(p.n) if p.sticker_margin[k] > 0]
-        actions = [Action(op="read_posted_margin", args={"product": 1})]
         bound = _quantity_bound(p)
         x = np.zeros(p.n)
         for k in chosen:
@@ -371,15 +415,20 @@ class QP(Mechanism[QPParams]):
             if quantity <= 0 or _over(p, trial):
                 continue
             x = trial
-            actions.append(Action(op="set_quantity", args={"product": k + 1, "quantity": quantity}))
+        actions = [Action(op="read_posted_margin", args={"product": 1})]
+        if np.any(x > 0):
+            actions.append(Action(op="set_plan", args={"quantities": [float(v) for v in x]}))
         actions.append(Action(op="commit_plan"))
         return actions
 
     def operations(self, params: QPParams) -> list[OperationSpec]:
         p = params
+        bound = _quantity_bound(p)
         product = {"product": ArgSpec(type="integer", description="product number", minimum=1, maximum=p.n)}
         quantity = {**product, "quantity": ArgSpec(type="number", description="units to make", minimum=0,
-                                                   maximum=_quantity_bound(p))}
+                                                   maximum=bound)}
+        plan = {"quantities": ArgSpec(type="array", items="number", minimum=0, maximum=bound, max_items=p.n,
+                                      description="units of every product, in product order")}
         return [
             OperationSpec(name="probe_margin", kind="probe", args=product,
                           summary="true profit of the first unit of one product"),
@@ -388,15 +437,18 @@ class QP(Mechanism[QPParams]):
             OperationSpec(name="probe_usage", kind="probe", args=product,
                           summary="how much of every resource one unit of a product uses"),
             OperationSpec(name="probe_limits", kind="probe", summary="the limit of every resource"),
-            OperationSpec(name="read_posted_margin", kind="info", args=product, decoy=True,
+            OperationSpec(name="read_posted_margin", kind="info", args=product, decoy=True, estimates="margin",
                           summary="the posted per-unit margin of one product"),
             OperationSpec(name="list_products", kind="info",
                           summary="the product numbers, the number of resources and the largest quantity allowed"),
-            OperationSpec(name="view_plan", kind="info", summary="the planned quantity of every product"),
+            OperationSpec(name="view_plan", kind="info",
+                          summary="the planned quantity of every product and the profit of that plan"),
             OperationSpec(name="resource_slack", kind="info",
                           summary="how much of every resource the plan leaves free"),
             OperationSpec(name="set_quantity", kind="decision", args=quantity,
                           summary="set how many units of one product to make"),
+            OperationSpec(name="set_plan", kind="decision", args=plan,
+                          summary="set the quantity of every product at once, each cut to what still fits"),
             OperationSpec(name="clear_plan", kind="decision", summary="set every quantity to 0"),
             OperationSpec(name="commit_plan", kind="clock", summary="commit the plan; this ends the episode"),
             OperationSpec(name="finish", kind="clock", summary="stop now; the current plan stands"),
@@ -405,27 +457,30 @@ class QP(Mechanism[QPParams]):
     def initial_state(self, params: QPParams) -> dict[str, Any]:
         return {"quantities": [0.0] * params.n, "committed": False, "finished": False}
 
+    def _plan(self, p: QPParams, state: dict[str, Any]) -> dict[str, Any]:
+        return {"quantities": {f"product {k + 1}": qty for k, qty in enumerate(state["quantities"])},
+                "profit": self.utility(p, state)}
+
     def apply(self, params: QPParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
         p, op, args = params, action.op, action.args
         if op == "probe_margin":
             k = _require_int(args, "product", 1, p.n)
-            return {"product": k, "margin_of_first_unit": p.c[k - 1]}
+            return {"product": k, "margin": p.c[k - 1]}
         if op == "probe_curvature":
             k = _require_int(args, "product", 1, p.n)
-            return {"product": k, "margin_falls_per_unit_of": {f"product {j + 1}": p.Q[k - 1][j]
-                                                               for j in range(p.n)}}
+            return {"product": k, "decline": {f"product {j + 1}": p.Q[k - 1][j] for j in range(p.n)}}
         if op == "probe_usage":
             k = _require_int(args, "product", 1, p.n)
-            return {"product": k, "usage_per_unit": {f"resource {i + 1}": p.A_ub[i][k - 1] for i in range(p.m)}}
+            return {"product": k, "usage": {f"resource {i + 1}": p.A_ub[i][k - 1] for i in range(p.m)}}
         if op == "probe_limits":
             return {"limits": {f"resource {i + 1}": p.b_ub[i] for i in range(p.m)}}
         if op == "read_posted_margin":
             k = _require_int(args, "product", 1, p.n)
-            return {"product": k, "posted_margin": p.sticker_margin[k - 1]}
+            return {"product": k, "posted": p.sticker_margin[k - 1]}
         if op == "list_products":
-            return {"products": list(range(1, p.n + 1)), "resources": p.m, "largest_quantity": _quantity_bound(p)}
+            return {"products": list(range(1, p.n + 1)), "resources": p.m, "largest": _quantity_bound(p)}
         if op == "view_plan":
-            return {"quantities": {f"product {k + 1}": qty for k, qty in enumerate(state["quantities"])}}
+            return self._plan(p, state)
         if op == "resource_slack":
             _, _, a, b = _arrays(p)
             free = b - a @ np.asarray(state["quantities"], dtype=float)
@@ -442,38 +497,124 @@ class QP(Mechanism[QPParams]):
                 raise ActionError(f"making {quantity:g} units of product {k} would exceed the limit of {names}")
             state["quantities"][k - 1] = quantity
             return {"product": k, "quantity": quantity}
+        if op == "set_plan":
+            wanted = _require_number_list(args, "quantities", p.n, _quantity_bound(p))
+            x = _fitted(p, wanted)
+            state["quantities"] = [float(v) for v in x]
+            return {**self._plan(p, state), "cut": [k + 1 for k in range(p.n) if x[k] < wanted[k]]}
         if op == "clear_plan":
             state["quantities"] = [0.0] * p.n
-            return {"cleared": True}
-        if op == "commit_plan":
-            state.update(committed=True, finished=True)
-            return {"committed": list(state["quantities"]), "finished": True}
-        if op == "finish":
-            state["finished"] = True
-            return {"quantities": list(state["quantities"]), "finished": True}
+            return self._plan(p, state)
+        if op in ("commit_plan", "finish"):
+            state.update(committed=state["committed"] or op == "commit_plan", finished=True)
+            return {"committed": self._plan(p, state)["quantities"], "total": self.utility(p, state),
+                    "finished": True}
         raise ActionError(f"unknown operation {op!r}")
 
     def utility(self, params: QPParams, state: dict[str, Any]) -> float:
         return _profit(params, np.asarray(state["quantities"], dtype=float))
 
-    def describe(self, params: QPParams, vocab: dict[str, str]) -> str:
+    # --- facts, belief, heuristics ----------------------------------------------------------
+    def facts(self, params: QPParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
-        parts = [
-            f"There are {p.n} {v['products']} and {p.m} {v['resource']} limit(s). You choose how many units "
-            f"of each {v['product']} to make (any non-negative amount, fractions allowed). The margin of a "
-            f"{v['product']} falls as more is made: with x_k units of {v['product']} k, the total profit in "
-            f"{v['currency']} is sum_k c_k x_k - 1/2 sum_k sum_l Q_kl x_k x_l, so the marginal profit of "
-            f"{v['product']} k is c_k - sum_l Q_kl x_l. The goal is the highest total profit.",
+        bound = _quantity_bound(p)
+        margins = "; ".join(f"{k + 1}: {p.c[k]:g}" for k in range(p.n))
+        decline = "; ".join(f"{k + 1}: [{', '.join(f'{q:g}' for q in p.Q[k])}]" for k in range(p.n))
+        usage = "; ".join(f"{k + 1}: [{', '.join(f'{p.A_ub[i][k]:g}' for i in range(p.m))}]" for k in range(p.n))
+        limits = "; ".join(f"{i + 1}: {p.b_ub[i]:g}" for i in range(p.m))
+        posted = "; ".join(f"{k + 1}: {p.sticker_margin[k]:g}" for k in range(p.n))
+        return [
+            rule("structure", f"There are {p.n} {v['products']}, numbered 1 to {p.n}, and {p.m} limit(s) on "
+                 f"{v['resources']}, numbered 1 to {p.m}. You choose how many units x_k of each {v['product']} k "
+                 f"to make: any amount from 0 to {bound:g}, fractions allowed.", p.n, p.m, bound),
+            probed("margins", "probe_margin", f"The margin of the first unit, c_k, of each {v['product']} k, in "
+                   f"{v['currency']}: {margins}.", p.c),
+            probed("decline", "probe_curvature", f"The margin decline Q_kl, by how much the margin of "
+                   f"{v['product']} k falls per unit of {v['product']} l made, row k by row: {decline}.",
+                   [q for row in p.Q for q in row]),
+            probed("usage", "probe_usage", f"The {v['resources']} one unit of each {v['product']} uses, limit by "
+                   f"limit: {usage}.", [a for row in p.A_ub for a in row]),
+            probed("limits", "probe_limits", f"The limits on {v['resources']}: {limits}.", p.b_ub),
+            probed("posted", "read_posted_margin", f"The {v['sticker']} posts these flat margins per unit in "
+                   f"{v['currency']} (an outside estimate of c_k that ignores the decline): {posted}.",
+                   p.sticker_margin),
+            rule("constraints", f"The {v['resources']} used by the plan (the sum over {v['products']} of x_k times "
+                 f"the use per unit) may not exceed any limit. Setting one {v['product']} above what fits is "
+                 f"refused; setting the whole plan at once lowers each {v['product']}, in number order, to what "
+                 "still fits beside the ones before it."),
+            rule(OBJECTIVE, f"Your result is the profit of the plan when the episode ends, in {v['currency']}: "
+                 "P(x) = (sum over k of c_k x_k) - 1/2 (sum over every k and every l of Q_kl x_k x_l), the "
+                 "double sum taking k = l as well as both Q_kl and Q_lk for k different from l. So one more unit "
+                 f"of {v['product']} k earns about c_k minus the sum over l of Q_kl x_l. Viewing the plan shows "
+                 "P(x) for the current plan."),
+            rule(END, "Committing the plan ends the episode, and so does walking away; either way the plan as it "
+                 "stands counts."),
+            rule(BUDGET_END, "If the turns run out before you commit, the plan as it stands counts."),
         ]
+
+    def probe_order(self, params: QPParams) -> list[Action]:
+        """The limits first (one call), then per product, highest posted margin first: its margin, its decline
+        row and its use of the resources."""
+        p = params
+        order = sorted(range(1, p.n + 1), key=lambda k: (-p.sticker_margin[k - 1], k))
+        calls = [Action(op="probe_limits")]
+        for k in order:
+            calls += [Action(op=name, args={"product": k})
+                      for name in ("probe_margin", "probe_curvature", "probe_usage")]
+        return calls
+
+    def believed(self, params: QPParams, probed: list[Action]) -> QPParams:
+        """Probed groups are true. An unprobed margin is the posted one; an unprobed decline row keeps what the
+        probed rows say of it (Q is symmetric), its own decline is its margin times the mean probed ratio of
+        decline to margin (1/15.5 when none is probed) and its cross declines 0; an unprobed use of a resource is
+        the mean probed use of that resource (2 when none); unprobed limits hold the plan at 0."""
+        p = params
+        done = {(a.op, a.args.get("product")) for a in probed}
+        margined = [k for k in range(p.n) if ("probe_margin", k + 1) in done]
+        rows = [k for k in range(p.n) if ("probe_curvature", k + 1) in done]
+        used = [k for k in range(p.n) if ("probe_usage", k + 1) in done]
+        c = [p.c[k] if k in margined else p.sticker_margin[k] for k in range(p.n)]
+        ratios = [p.Q[k][k] / max(abs(c[k]), 0.1) for k in rows]
+        ratio = sum(ratios) / len(ratios) if ratios else 1.0 / 15.5
+        q = np.zeros((p.n, p.n))
+        for k in rows:
+            q[k, :] = p.Q[k]
+            q[:, k] = p.Q[k]
         for k in range(p.n):
-            row = ", ".join(f"{p.Q[k][j]:g}" for j in range(p.n))
-            uses = ", ".join(f"{p.A_ub[i][k]:g}" for i in range(p.m))
-            parts.append(f"{v['product']} {k + 1}: c = {p.c[k]:g}; Q row [{row}]; uses per unit [{uses}] of the "
-                         f"{v['resources']}; the {v['sticker']} posts a margin of {p.sticker_margin[k]:g}.")
-        limits = "; ".join(f"{v['resource']} {i + 1}: {p.b_ub[i]:g}" for i in range(p.m))
-        parts.append(f"Limits: {limits}. The {v['sticker']} shows a flat margin per unit and ignores the "
-                     f"curvature; it is not the true margin.")
-        return " ".join(parts)
+            if k not in rows:
+                q[k, k] = max(abs(c[k]), 0.5) * ratio
+        while np.linalg.eigvalsh(q)[0] <= 1e-6:
+            q = q + 0.01 * np.eye(p.n)
+        a = []
+        for row in p.A_ub:
+            known = [row[k] for k in used]
+            guess = sum(known) / len(known) if known else 2.0
+            a.append([row[k] if k in used else guess for k in range(p.n)])
+        b = list(p.b_ub) if ("probe_limits", None) in done else [0.0] * p.m
+        return QPParams(c=c, Q=q.tolist(), A_ub=a, b_ub=b, sticker_margin=list(p.sticker_margin))
+
+    def heuristic_actions(self, params: QPParams) -> dict[str, list[Action]]:
+        """posted_greedy: read the limits and the use per unit, then fill the plan with the {products} in order of
+        posted margin per unit of their scarcest resource, each as much as fits (the decline ignored).
+        own_optimum: probe every margin and decline row, set each product to where its own margin would vanish
+        (c_k / Q_kk, the cross declines ignored), cut to fit in number order."""
+        p = params
+        c, q, a, b = _arrays(p)
+        bound = _quantity_bound(p)
+        look = [Action(op="probe_limits"), *(Action(op="probe_usage", args={"product": k + 1}) for k in range(p.n))]
+        scarcity = [max((a[i, k] / max(b[i], 1e-9) for i in range(p.m)), default=0.0) for k in range(p.n)]
+        order = sorted((k for k in range(p.n) if p.sticker_margin[k] > 0),
+                       key=lambda k: (-p.sticker_margin[k] / max(scarcity[k], 1e-9), k))
+        x = np.zeros(p.n)
+        for k in order:
+            x[k] = _room(p, x, k, bound)
+        greedy = [*look, Action(op="set_plan", args={"quantities": [float(v) for v in x]}), Action(op="commit_plan")]
+        probes = [Action(op=name, args={"product": k + 1}) for k in range(p.n)
+                  for name in ("probe_margin", "probe_curvature")]
+        own = np.clip(c / np.diag(q), 0.0, bound)
+        myopic = [*probes, Action(op="set_plan", args={"quantities": [float(v) for v in own]}),
+                  Action(op="commit_plan")]
+        return {"posted_greedy": greedy, "own_optimum": myopic}
 
     def secret_numbers(self, params: QPParams) -> list[float]:
         p = params
