@@ -10,7 +10,9 @@ Parameters (all can be given as data; boxes are numbered 1..n):
 - ``costs``: the opening cost of every box (non-negative); its length is the number of boxes n
 - ``prize_values``: per box, the support of its prize distribution (non-negative, strictly increasing)
 - ``prize_probabilities``: per box, the probability of each support value (positive, summing to 1)
-- ``prizes``: the drawn prize of every box, one of its support values (hidden: seen only on opening)
+- ``prizes``: the drawn prize of every box, one of its support values (hidden: seen only on opening); null in
+  a belief (the parameters as an agent knows them before opening anything: the draws are unknown), which
+  solves to Weitzman's online policy and its expected value instead of the hindsight ceiling
 - ``posted_prizes``: the posted "expected prize" of every box (a decoy sticker: a biased estimate of the
   mean that the default policy trusts; when omitted from data it equals the true means)
 
@@ -28,7 +30,15 @@ sigma_i))], is computed exactly from the distributions. The reservation values, 
 expected value and the policy's utility on the drawn prizes are recorded in the solver facts and as the
 baseline ``online_optimal``. The default policy trusts the sticker and never stops early: it ranks boxes by
 posted prize minus cost and opens, in that order, every box whose posted margin is positive (as if each
-box's margin were earned, though only the best prize is kept).
+box's margin were earned, though only the best prize is kept), in one bulk call.
+
+Two bulk decisions: ``open_boxes`` opens a list of boxes in order; ``open_until`` opens a list of boxes in order
+but stops before a box once the best prize found reaches that box's threshold: Weitzman's policy in one call (the
+thresholds are the reservation values). Hidden mode: the costs come in one probe, each distribution from its own
+probe; the informed agent probes the costs, then the distributions by decreasing posted prize, believes a point
+mass at the posted prize for a box it did not probe, and plays Weitzman's policy on that belief (it never sees a
+draw before opening). Its score is therefore the online policy's against the hindsight ceiling: below 1 even when
+every probe fits.
 """
 
 from __future__ import annotations
@@ -39,12 +49,13 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, require_int
+from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_int_list
+from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.registry import register
 from schemas.envspec import Action, ArgSpec, OperationSpec
 
-MAX_BOXES = 12
-MAX_SUPPORT = 8
+MAX_BOXES = 24
+MAX_SUPPORT = 10
 PROBABILITY_TOLERANCE = 1e-9
 TWENTIETHS = 20  # sampled probabilities are multiples of 1/20
 
@@ -54,7 +65,7 @@ class WeitzmanParams(BaseModel):
     costs: list[float] = Field(min_length=1, max_length=MAX_BOXES)
     prize_values: list[list[float]]
     prize_probabilities: list[list[float]]
-    prizes: list[float]
+    prizes: list[float] | None
     posted_prizes: list[float]
 
     @model_validator(mode="before")
@@ -73,9 +84,11 @@ class WeitzmanParams(BaseModel):
     def _check(self) -> WeitzmanParams:
         n = len(self.costs)
         for name in ("prize_values", "prize_probabilities", "prizes", "posted_prizes"):
+            if getattr(self, name) is None:
+                continue
             if len(getattr(self, name)) != n:
                 raise ValueError(f"{name} must have one entry per box ({n}), got {len(getattr(self, name))}")
-        numbers = [*self.costs, *self.prizes, *self.posted_prizes,
+        numbers = [*self.costs, *(self.prizes or []), *self.posted_prizes,
                    *(x for row in self.prize_values for x in row),
                    *(q for row in self.prize_probabilities for q in row)]
         if not all(math.isfinite(x) for x in numbers):
@@ -98,7 +111,7 @@ class WeitzmanParams(BaseModel):
                 raise ValueError(f"prize_probabilities of box {box} must be positive")
             if abs(sum(probs) - 1.0) > PROBABILITY_TOLERANCE:
                 raise ValueError(f"prize_probabilities of box {box} must sum to 1, got {sum(probs):.12g}")
-            if self.prizes[i] not in values:
+            if self.prizes is not None and self.prizes[i] not in values:
                 raise ValueError(f"prizes: the prize of box {box} ({self.prizes[i]:g}) is not one of its "
                                  f"prize_values")
         return self
@@ -173,6 +186,12 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
     default_size = 6
     default_horizon = 3
     difficulty_grid = [(3, 3), (4, 4), (6, 3), (8, 4), (10, 6)]
+    difficulty_tiers = {
+        "easy": Tier(((2, 2), (3, 2), (3, 3)), 1.0),
+        "medium": Tier(((4, 3), (5, 4), (6, 3)), 1.0),
+        "hard": Tier(((8, 4), (10, 5)), 0.5),
+        "frontier": Tier(((14, 6), (18, 8)), 0.3),
+    }
     u0_band = (-1.0, 0.95)
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> WeitzmanParams:
@@ -200,6 +219,15 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
     # --- reference ------------------------------------------------------------------------
     def solve(self, params: WeitzmanParams) -> Solution:
         p = params
+        sigmas = reservation_values(p)
+        if p.prizes is None:  # a belief: the draws are unknown, Weitzman's policy is optimal
+            order = [box for box in opening_order(sigmas) if sigmas[box - 1] > 0]
+            actions = ([Action(op="open_until", args={"boxes": order,
+                                                       "thresholds": [sigmas[b - 1] for b in order]}),
+                        Action(op="claim_best")] if order else [Action(op="finish")])
+            facts = {"boxes": p.boxes, "reservation_values": sigmas, "opening_order": opening_order(sigmas)}
+            return Solution(weitzman_expected_value(p), actions, "Weitzman reservation values (the draws unknown)",
+                            facts)
         best_box, best = 0, 0.0
         for i in range(p.boxes):
             if p.prizes[i] - p.costs[i] > best:
@@ -207,7 +235,6 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
         actions = [Action(op="open_box", args={"box": best_box}), Action(op="claim_best")] if best_box else [
             Action(op="finish")]
         u_star = self.run(p, actions)
-        sigmas = reservation_values(p)
         online = weitzman_policy(p)
         facts = {
             "boxes": p.boxes,
@@ -223,30 +250,29 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
                         "policy", facts)
 
     def default_actions(self, params: WeitzmanParams) -> list[Action]:
-        """Open, by decreasing posted prize minus cost, every box whose posted margin is positive."""
+        """Open, by decreasing posted prize minus cost, every box whose posted margin is positive (one call)."""
         p = params
         margins = [p.posted_prizes[i] - p.costs[i] for i in range(p.boxes)]
-        actions = [Action(op="read_posted_prize", args={"box": 1})]
-        for i in sorted(range(p.boxes), key=lambda i: (-margins[i], i)):
-            if margins[i] <= 0:
-                break
-            actions.append(Action(op="open_box", args={"box": i + 1}))
-        actions.append(Action(op="claim_best"))
-        return actions
+        order = [i + 1 for i in sorted(range(p.boxes), key=lambda i: (-margins[i], i)) if margins[i] > 0]
+        return [*([Action(op="open_boxes", args={"boxes": order})] if order else []), Action(op="claim_best")]
 
     def baseline_actions(self, params: WeitzmanParams) -> dict[str, list[Action]]:
         return {"online_optimal": weitzman_policy(params)}
 
     # --- dynamics -------------------------------------------------------------------------
     def operations(self, params: WeitzmanParams) -> list[OperationSpec]:
-        box = {"box": ArgSpec(type="integer", description="number of the option", minimum=1, maximum=params.boxes)}
+        n = params.boxes
+        box = {"box": ArgSpec(type="integer", description="number of the option", minimum=1, maximum=n)}
+        boxes = ArgSpec(type="array", items="integer", description="numbers of the options, in order", minimum=1,
+                        maximum=n, max_items=n)
+        thresholds = ArgSpec(type="array", items="number", description="one threshold per option", max_items=n)
         return [
             OperationSpec(name="probe_cost", kind="probe", summary="the opening cost of one box", args=box),
             OperationSpec(name="probe_prize_distribution", kind="probe",
                           summary="the possible prizes of one box and the probability of each", args=box),
             OperationSpec(name="probe_all_costs", kind="probe", summary="the opening cost of every box"),
             OperationSpec(name="read_posted_prize", kind="info", summary="the posted expected prize of one box",
-                          args=box, decoy=True),
+                          args=box, decoy=True, estimates="expected value"),
             OperationSpec(name="list_boxes", kind="info", summary="the box numbers and which are still closed"),
             OperationSpec(name="view_opened", kind="info",
                           summary="the opened boxes, their prizes, the best prize and the costs paid"),
@@ -254,6 +280,11 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
                           summary="whether one box is open and, if so, its prize", args=box),
             OperationSpec(name="open_box", kind="decision", summary="pay the cost of one closed box and see its prize",
                           args=box),
+            OperationSpec(name="open_boxes", kind="decision", summary="open a list of closed boxes in order",
+                          args={"boxes": boxes}),
+            OperationSpec(name="open_until", kind="decision",
+                          summary="open a list of closed boxes in order, stopping before a box once the best prize "
+                          "found reaches its threshold", args={"boxes": boxes, "thresholds": thresholds}),
             OperationSpec(name="claim_best", kind="clock", summary="stop searching and keep the best prize found"),
             OperationSpec(name="finish", kind="clock", summary="stop now; the best prize found so far stands"),
         ]
@@ -264,23 +295,33 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
     def _summary(self, p: WeitzmanParams, state: dict[str, Any]) -> dict[str, Any]:
         opened = state["opened"]
         return {"opened": [{"box": j, "prize": p.prizes[j - 1]} for j in opened],
-                "best_prize": max((p.prizes[j - 1] for j in opened), default=0.0),
-                "costs_paid": float(sum(p.costs[j - 1] for j in opened))}
+                "best prize": max((p.prizes[j - 1] for j in opened), default=0.0),
+                "fees paid": float(sum(p.costs[j - 1] for j in opened))}
+
+    @staticmethod
+    def _thresholds(args: dict[str, Any], count: int) -> list[float]:
+        value = args.get("thresholds")
+        if (not isinstance(value, list) or len(value) != count
+                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                           for x in value)):
+            raise ActionError(f"argument 'thresholds' must be a list of {count} numbers, one per entry of 'boxes'")
+        return [float(x) for x in value]
 
     def apply(self, params: WeitzmanParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
         p, op, args = params, action.op, action.args
         if op == "probe_cost":
             j = require_int(args, "box", 1, p.boxes)
-            return {"box": j, "opening_cost": p.costs[j - 1]}
+            return {"box": j, "fee": p.costs[j - 1]}
         if op == "probe_prize_distribution":
             j = require_int(args, "box", 1, p.boxes)
-            return {"box": j, "prizes": list(p.prize_values[j - 1]),
-                    "probabilities": list(p.prize_probabilities[j - 1])}
+            values, probs = p.prize_values[j - 1], p.prize_probabilities[j - 1]
+            return {"box": j, "values": list(values), "probabilities": list(probs),
+                    "expected value": round(float(sum(v * q for v, q in zip(values, probs, strict=True))), 6)}
         if op == "probe_all_costs":
-            return {"opening_costs": {f"box {j}": p.costs[j - 1] for j in range(1, p.boxes + 1)}}
+            return {"fees": {f"box {j}": p.costs[j - 1] for j in range(1, p.boxes + 1)}}
         if op == "read_posted_prize":
             j = require_int(args, "box", 1, p.boxes)
-            return {"box": j, "posted_expected_prize": p.posted_prizes[j - 1]}
+            return {"box": j, "posted expected value": p.posted_prizes[j - 1]}
         if op == "list_boxes":
             return {"boxes": list(range(1, p.boxes + 1)),
                     "closed": [j for j in range(1, p.boxes + 1) if j not in state["opened"]]}
@@ -298,12 +339,30 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
             if j in state["opened"]:
                 raise ActionError(f"box {j} is already open")
             state["opened"] = [*state["opened"], j]
-            return {"box": j, "prize": p.prizes[j - 1], "cost": p.costs[j - 1], **self._summary(p, state)}
+            return {"box": j, "prize": p.prizes[j - 1], "fee": p.costs[j - 1], **self._summary(p, state)}
+        if op in ("open_boxes", "open_until"):
+            listed = require_int_list(args, "boxes", 1, p.boxes)
+            limits = self._thresholds(args, len(listed)) if op == "open_until" else [math.inf] * len(listed)
+            if self.finished(state):
+                raise ActionError("the search is over")
+            again = [j for j in listed if j in state["opened"]]
+            if again:
+                raise ActionError(f"box {again[0]} is already open")
+            opened = list(state["opened"])
+            best = max((p.prizes[j - 1] for j in opened), default=0.0)
+            for j, limit in zip(listed, limits, strict=True):
+                if best >= limit:
+                    break
+                opened.append(j)
+                best = max(best, p.prizes[j - 1])
+            state["opened"] = opened
+            return self._summary(p, state)
         if op in ("claim_best", "finish"):
             if self.finished(state):
                 raise ActionError("the search is over")
             state.update(claimed=op == "claim_best", finished=True)
-            return {**self._summary(p, state), "finished": True}
+            summary = self._summary(p, state)
+            return {**summary, "net value": self.utility(p, state), "finished": True}
         raise ActionError(f"unknown operation {op!r}")
 
     def utility(self, params: WeitzmanParams, state: dict[str, Any]) -> float:
@@ -313,30 +372,82 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
         return float(max(params.prizes[j - 1] for j in opened) - sum(params.costs[j - 1] for j in opened))
 
     # --- rendering facts ------------------------------------------------------------------
-    def describe(self, params: WeitzmanParams, vocab: dict[str, str]) -> str:
+    def facts(self, params: WeitzmanParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
-        rows = []
-        for i in range(p.boxes):
-            values = "/".join(f"{x:g}" for x in p.prize_values[i])
-            odds = "/".join(f"{q:g}" for q in p.prize_probabilities[i])
-            rows.append(f"{v['option']} {i + 1}: fee {p.costs[i]:g}, value {values} with probability {odds}, "
-                        f"{v['sticker']} {p.posted_prizes[i]:g}")
-        return (
-            f"There are {p.boxes} {v['options']}. Investigating one {v['option']} costs its fee and reveals its "
-            f"value, drawn independently from its own distribution and seen only once investigated. "
-            f"{v['options'][:1].upper() + v['options'][1:]} are investigated one at a time, in any order, and "
-            f"the search can stop at any time; the best value found is kept (nothing found counts as 0). The "
-            f"result is the best value found minus every fee paid, all in {v['currency']}. The {v['options']}: "
-            f"{'; '.join(rows)}. The {v['sticker']} is a posted expected value, not the value."
-        )
+        n = p.boxes
+        fees = "; ".join(f"{j + 1}: {p.costs[j]:g}" for j in range(n))
+        odds = "; ".join(f"{j + 1}: " + ", ".join(f"{x:g} with probability {q:g}" for x, q in
+                                                   zip(p.prize_values[j], p.prize_probabilities[j], strict=True))
+                         for j in range(n))
+        posted = "; ".join(f"{j + 1}: {p.posted_prizes[j]:g}" for j in range(n))
+        return [
+            rule("structure", f"There are {n} {v['options']}, numbered 1 to {n}. Investigating one costs its fee and "
+                 "reveals its value, drawn independently from its own distribution and seen only once it is "
+                 "investigated.", n),
+            probed("fees", "probe_all_costs", f"The fee of each {v['option']}, in {v['currency']}: {fees}.",
+                   p.costs),
+            probed("distributions", "probe_prize_distribution", f"The values each {v['option']} can turn out to "
+                   f"have, in {v['currency']}, and their probabilities: {odds}.",
+                   [*(x for row in p.prize_values for x in row), *(q for row in p.prize_probabilities for q in row)]),
+            probed("posted", "read_posted_prize", f"The {v['sticker']} quotes these expected values in "
+                   f"{v['currency']} (an outside estimate, not the distribution): {posted}.", p.posted_prizes),
+            rule("search", f"{v['options'][:1].upper() + v['options'][1:]} are investigated one at a time (or a "
+                 "list of them in one call, in order), in any order, each at most once; fees are never refunded, "
+                 "and the search can stop at any time."),
+            rule(OBJECTIVE, f"Your result, in {v['currency']}, is the highest value among the {v['options']} "
+                 "investigated minus the sum of the fees of every one investigated; it is 0 if none is "
+                 "investigated."),
+            rule(END, f"Keeping the best {v['option']} found ends the search, and so does stopping at once; either "
+                 "way the result counts what was investigated so far."),
+            rule(BUDGET_END, "If the turns run out before the search ends, the result counts what was "
+                 "investigated so far, as if the best one found were kept."),
+        ]
+
+    def probe_order(self, params: WeitzmanParams) -> list[Action]:
+        """Every fee in one call, then each distribution by decreasing posted expected value."""
+        p = params
+        ranked = sorted(range(1, p.boxes + 1), key=lambda j: (-p.posted_prizes[j - 1], j))
+        return [Action(op="probe_all_costs"),
+                *(Action(op="probe_prize_distribution", args={"box": j}) for j in ranked)]
+
+    def believed(self, params: WeitzmanParams, probed: list[Action]) -> WeitzmanParams:
+        """The draws are unknown (None); probed fees and distributions are true; an unprobed distribution is a
+        certain value at the posted expected value; unprobed fees are 0."""
+        p = params
+        known = {a.args["box"] for a in probed if a.op == "probe_prize_distribution"}
+        fees_known = any(a.op == "probe_all_costs" for a in probed)
+        fee_of = {a.args["box"] for a in probed if a.op == "probe_cost"}
+        costs = [p.costs[j - 1] if fees_known or j in fee_of else 0.0 for j in range(1, p.boxes + 1)]
+        values = [list(p.prize_values[j - 1]) if j in known else [p.posted_prizes[j - 1]]
+                  for j in range(1, p.boxes + 1)]
+        probs = [list(p.prize_probabilities[j - 1]) if j in known else [1.0] for j in range(1, p.boxes + 1)]
+        return WeitzmanParams(costs=costs, prize_values=values, prize_probabilities=probs, prizes=None,
+                              posted_prizes=list(p.posted_prizes))
+
+    def heuristic_actions(self, params: WeitzmanParams) -> dict[str, list[Action]]:
+        """best_posted: read every fee, investigate the one with the highest posted value minus fee, keep it.
+        posted_greedy: read every fee, then investigate by decreasing posted value minus fee (one call each) while
+        that margin is positive and above the best value found so far, then keep the best."""
+        p = params
+        margins = [p.posted_prizes[i] - p.costs[i] for i in range(p.boxes)]
+        ranked = [i + 1 for i in sorted(range(p.boxes), key=lambda i: (-margins[i], i)) if margins[i] > 0]
+        fees, keep = Action(op="probe_all_costs"), Action(op="claim_best")
+        best_posted = [fees, *([Action(op="open_box", args={"box": ranked[0]})] if ranked else []), keep]
+        greedy, best = [fees], 0.0
+        for j in ranked:
+            if best >= margins[j - 1]:
+                break
+            greedy.append(Action(op="open_box", args={"box": j}))
+            best = max(best, p.prizes[j - 1])
+        return {"best_posted": best_posted, "posted_greedy": [*greedy, keep]}
 
     def secret_numbers(self, params: WeitzmanParams) -> list[float]:
         p = params
         return [*p.costs, *(x for row in p.prize_values for x in row),
-                *(q for row in p.prize_probabilities for q in row), *p.prizes]
+                *(q for row in p.prize_probabilities for q in row), *(p.prizes or [])]
 
     def public_numbers(self, params: WeitzmanParams) -> list[float]:
-        return [params.boxes, *range(1, params.boxes + 1)]
+        return [params.boxes, *range(0, params.boxes + 1)]
 
     def probe_allowance(self, params: WeitzmanParams) -> int:
         return params.boxes + 1  # every prize distribution and all the costs at once
