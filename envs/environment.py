@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ class Environment:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         self.spec = spec
         self.mode = mode
-        self.env_id = spec.env_id  # a hash of the whole spec: computed once, not per episode
+        self._env_id: str | None = None
         self.mechanism = mechanisms.get(spec.family)
         if self.mechanism.version != spec.version:
             raise ValueError(f"{spec.family} is at version {self.mechanism.version}, the spec needs {spec.version}")
@@ -53,6 +54,13 @@ class Environment:
         for tool in spec.rendering.tools:
             self._op_tool.setdefault(tool.operation, tool)
         self.reset()
+
+    @property
+    def env_id(self) -> str:
+        """A hash of the whole spec: computed once per environment, when first asked for."""
+        if self._env_id is None:
+            self._env_id = self.spec.env_id
+        return self._env_id
 
     # --- episode ------------------------------------------------------------------------
     def reset(self) -> None:
@@ -211,11 +219,18 @@ def shown(observation: Any, names: dict[str, str]) -> Any:
 
 def in_passage_words(message: str, names: dict[str, str]) -> str:
     """A mechanism's message with every word the rendering names (whole words only) in the passage's words."""
-    words = [key for key in names if " " not in key]
-    if not words:
+    pattern = _word_pattern(tuple(sorted(key for key in names if " " not in key)))
+    if pattern is None:
         return message
-    pattern = "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
-    return re.sub(rf"\b({pattern})\b", lambda m: names[m.group(1)], message)
+    return pattern.sub(lambda m: names[m.group(1)], message)
+
+
+@functools.lru_cache(maxsize=1024)
+def _word_pattern(words: tuple[str, ...]) -> re.Pattern | None:
+    if not words:
+        return None
+    alternatives = "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
+    return re.compile(rf"\b({alternatives})\b")
 
 
 def _shown_key(key: Any, names: dict[str, str]) -> Any:

@@ -14,6 +14,7 @@ and the informed agent's plays in hidden mode, as the agent sees them (renamed b
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -73,13 +74,31 @@ def _keys_and_strings(observation: Any, keys: list[str], strings: list[str]) -> 
         strings.append(observation)
 
 
+@functools.lru_cache(maxsize=4096)
+def _vocabulary(family: str, passage_id: str) -> tuple[frozenset[str], dict[str, str], re.Pattern | None]:
+    """(the words of the passage's vocabulary this family names, the passage's phrases for what it does not name by
+    their normalised form -> vocabulary key, one pattern matching any of those phrases as whole words)."""
+    vocab = passage_vocabulary(passage_id)
+    used = family_vocabulary_keys(family)
+    own_words = frozenset().union(*(words_of(vocab[key]) for key in used if key in vocab))
+    foreign: dict[str, str] = {}
+    for key, phrase in vocab.items():
+        if key in used or key in ("place", "organization", "role", "order_verb"):
+            continue
+        phrase_words = words_of(phrase)
+        if phrase_words and not phrase_words <= own_words:
+            foreign[" ".join(_WORD.findall(phrase.lower()))] = key
+    if not foreign:
+        return own_words, foreign, None
+    alternatives = "|".join(re.escape(p) for p in sorted(foreign, key=len, reverse=True))
+    return own_words, foreign, re.compile(rf"\b(?:{alternatives})\b")
+
+
 def lint(spec: EnvSpec, observations: dict[str, list[Any]] | None = None,
          trajectories: list[list[dict[str, Any]]] | None = None) -> None:
     """Raise LintError with the first defect found (see visible_observations for the optional arguments)."""
     mechanism = mechanisms.get(spec.family)
-    vocab = passage_vocabulary(spec.rendering.passage_id)
-    used = family_vocabulary_keys(spec.family)
-    own_words = set().union(*(words_of(vocab[key]) for key in used if key in vocab))
+    own_words, foreign, foreign_pattern = _vocabulary(spec.family, spec.rendering.passage_id)
     rendering = spec.rendering
     names = rendering.observation_names
     texts = {f"the {mode} instructions": text for mode, text in rendering.instructions.items()}
@@ -109,23 +128,18 @@ def lint(spec: EnvSpec, observations: dict[str, list[Any]] | None = None,
         if "_" in value or value in GENERIC_WORDS:
             raise LintError(f"an observation shows the internal value {value!r}; name it in the family's phrase "
                             "file")
-    texts["the observations"] = " ".join([*keys, *strings])
-    foreign = {}
-    for key, phrase in vocab.items():
-        if key in used or key in ("place", "organization", "role", "order_verb"):
-            continue
-        phrase_words = words_of(phrase)
-        if phrase_words and not phrase_words <= own_words:
-            foreign[phrase.lower()] = key
+    texts["the observations"] = " ".join([*dict.fromkeys(keys), *dict.fromkeys(strings)])
     for where, text in texts.items():
         found = words_of(text)
         generic = sorted((found & GENERIC_WORDS) - own_words)
         if generic:
             raise LintError(f"{where} uses the generic word {generic[0]!r}; use the passage's word")
-        lowered = " ".join(_WORD.findall(text.replace("_", " ").lower()))
-        for phrase, key in foreign.items():
-            if re.search(rf"\b{re.escape(' '.join(_WORD.findall(phrase)))}\b", lowered):
-                raise LintError(f"{where} uses {phrase!r}, the passage's word for another task's {key}")
+        if foreign_pattern is None:
+            continue
+        match = foreign_pattern.search(" ".join(_WORD.findall(text.replace("_", " ").lower())))
+        if match:
+            phrase = match.group(0)
+            raise LintError(f"{where} uses {phrase!r}, the passage's word for another task's {foreign[phrase]}")
     operations = {op.name: op for op in mechanism.operations(mechanism.params_from_data(spec.params))}
     for tool in rendering.tools:
         op = operations.get(tool.operation)
