@@ -50,7 +50,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, require_int
+from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int
+from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.registry import register
 from schemas.envspec import Action, ArgSpec, OperationSpec
 
@@ -135,11 +136,17 @@ class Negotiation(Mechanism[NegotiationParams]):
     group = "trained"
     summary = "sell one lot to a counterpart with a hidden, anchoring acceptance rule; backward recursion"
     Params = NegotiationParams
-    size_range = (5, 61)  # ask levels on the price grid
-    horizon_range = (2, 12)  # rounds before the deadline
+    size_range = (5, 81)  # ask levels on the price grid
+    horizon_range = (2, 20)  # rounds before the deadline
     default_size = 21
     default_horizon = 6
     difficulty_grid = [(11, 4), (21, 6), (31, 8), (41, 10), (61, 12)]
+    difficulty_tiers = {
+        "easy": Tier(((5, 2), (11, 2), (11, 3)), 1.0),
+        "medium": Tier(tuple(difficulty_grid), 1.0),
+        "hard": Tier(((41, 12), (61, 14)), 0.5),
+        "frontier": Tier(((61, 16), (81, 20)), 0.3),
+    }
     u0_band = (-0.3, 0.95)
 
     # --- parameters -----------------------------------------------------------------------
@@ -262,15 +269,17 @@ class Negotiation(Mechanism[NegotiationParams]):
             OperationSpec(name="probe_reservation_value", kind="probe",
                           summary="the most the counterpart would ever pay"),
             OperationSpec(name="probe_round_cost", kind="probe", summary="the cost of every round used"),
-            OperationSpec(name="probe_concession_rule", kind="probe",
-                          summary="the counterpart's acceptance threshold rule in one round", args=round_arg),
+            OperationSpec(name="probe_base_threshold", kind="probe",
+                          summary="the counterpart's base acceptance threshold in one round", args=round_arg),
+            OperationSpec(name="probe_anchoring", kind="probe",
+                          summary="how strongly the lowest earlier ask pulls the counterpart's threshold"),
             OperationSpec(name="probe_walkoff_price", kind="probe",
                           summary="the ask above which the counterpart breaks off"),
             OperationSpec(name="probe_outside_option", kind="probe",
                           summary="what the seller gets without a deal, before costs"),
             OperationSpec(name="probe_counteroffer", kind="probe",
                           summary="the counterpart's counteroffer in one round", args=round_arg),
-            OperationSpec(name="read_market_report", kind="info", decoy=True,
+            OperationSpec(name="read_market_report", kind="info", decoy=True, estimates="reservation",
                           summary="the market report's estimate of what the counterpart would pay"),
             OperationSpec(name="check_status", kind="info",
                           summary="round, deadline, price grid, lowest ask so far, counteroffer on the table"),
@@ -291,26 +300,23 @@ class Negotiation(Mechanism[NegotiationParams]):
     def apply(self, params: NegotiationParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
         p, op, args = params, action.op, action.args
         if op == "probe_reservation_value":
-            return {"reservation_value": p.reservation_value}
+            return {"reservation": p.reservation_value}
         if op == "probe_round_cost":
-            return {"round_cost": p.round_cost}
-        if op == "probe_concession_rule":
+            return {"cost": p.round_cost}
+        if op == "probe_base_threshold":
             r = _require_int(args, "round", 1, p.deadline)
-            return {"round": r, "base_threshold": p.base_thresholds[r - 1],
-                    "anchoring_percent": p.anchoring_percent, "reservation_value": p.reservation_value,
-                    "rule": "accepts an ask at or below min(reservation_value, (base_threshold * (100 - "
-                            "anchoring_percent) + lowest_earlier_ask * anchoring_percent) // 100); before any "
-                            "ask, at or below min(reservation_value, base_threshold)"}
+            return {"round": r, "threshold": p.base_thresholds[r - 1]}
+        if op == "probe_anchoring":
+            return {"anchoring": p.anchoring_percent}
         if op == "probe_walkoff_price":
-            return {"walkoff_price": p.walkoff_price,
-                    "rule": "an ask above this price ends the negotiation with no deal"}
+            return {"walkoff": p.walkoff_price}
         if op == "probe_outside_option":
-            return {"outside_option": p.outside_option}
+            return {"fallback": p.outside_option}
         if op == "probe_counteroffer":
             r = _require_int(args, "round", 1, p.deadline)
             return {"round": r, "counteroffer": p.counteroffers[r - 1]}
         if op == "read_market_report":
-            return {"market_report_estimate": p.market_report}
+            return {"posted": p.market_report}
         if op == "check_status":
             return self._status(p, state)
         if op == "view_log":
@@ -328,20 +334,19 @@ class Negotiation(Mechanism[NegotiationParams]):
             offer = p.counteroffers[r - 1]
             state["log"].append({"round": r, "action": "accepted counteroffer", "price": offer})
             state.update(status="deal", deal_price=offer, deal_round=r, finished=True)
-            return {"round": r, "deal": True, "price": offer, "finished": True}
+            return {"round": r, "status": "deal", "price": offer, "net": self.utility(p, state), "finished": True}
         if op == "wait_round":
             self._require_open(state)
             r = state["round"]
             state["log"].append({"round": r, "action": "waited"})
-            return self._next_round(p, state)
+            return {"round": r, **self._next_round(p, state)}
         if op in ("walk_away", "finish"):
-            if state["finished"]:
-                return {"finished": True, "status": state["status"]}
-            if state["status"] == "open":
-                state["status"] = "walked away"
-                state["log"].append({"round": state["round"], "action": "walked away"})
-            state["finished"] = True
-            return {"finished": True, "status": state["status"]}
+            if not state["finished"]:
+                if state["status"] == "open":
+                    state["status"] = "walked away"
+                    state["log"].append({"round": state["round"], "action": "walked away"})
+                state["finished"] = True
+            return {"status": state["status"], "net": self.utility(p, state), "finished": True}
         raise ActionError(f"unknown operation {op!r}")
 
     @staticmethod
@@ -354,34 +359,32 @@ class Negotiation(Mechanism[NegotiationParams]):
         if price > p.walkoff_price:
             state["log"].append({"round": r, "action": "asked", "price": price, "response": "broke off"})
             state.update(status="broken off", finished=True, round=r + 1)
-            return {"round": r, "deal": False, "response": "the counterpart broke off the negotiation",
-                    "finished": True}
+            return {"round": r, "ask": price, "response": "broke off", "status": "broken off",
+                    "net": self.utility(p, state), "finished": True}
         if price <= threshold(p, r, anchor):
             state["log"].append({"round": r, "action": "asked", "price": price, "response": "accepted"})
             state.update(status="deal", deal_price=price, deal_round=r, finished=True)
-            return {"round": r, "deal": True, "price": price, "finished": True}
+            return {"round": r, "ask": price, "response": "accepted", "status": "deal", "price": price,
+                    "net": self.utility(p, state), "finished": True}
         state["log"].append({"round": r, "action": "asked", "price": price, "response": "rejected"})
         state["anchor"] = price if anchor is None else min(anchor, price)
-        reply = self._next_round(p, state)
-        return {"round": r, "deal": False, "response": "rejected", **reply}
+        return {"round": r, "ask": price, "response": "rejected", **self._next_round(p, state)}
 
-    @staticmethod
-    def _next_round(p: NegotiationParams, state: dict[str, Any]) -> dict[str, Any]:
+    def _next_round(self, p: NegotiationParams, state: dict[str, Any]) -> dict[str, Any]:
         state["round"] += 1
         if state["round"] > p.deadline:
             state.update(status="deadline passed", finished=True)
-            return {"finished": True, "status": "the deadline passed with no deal"}
-        return {"finished": False, "next_round": state["round"],
-                "counteroffer_on_the_table": p.counteroffers[state["round"] - 1]}
+            return {"status": "deadline passed", "net": self.utility(p, state), "finished": True}
+        return {"next": state["round"], "table": p.counteroffers[state["round"] - 1], "finished": False}
 
     def _status(self, p: NegotiationParams, state: dict[str, Any]) -> dict[str, Any]:
         open_ = state["status"] == "open"
-        return {"round": min(state["round"], p.deadline), "deadline_rounds": p.deadline,
-                "rounds_used": self._rounds_used(state), "status": state["status"],
-                "price_grid": {"lowest": p.price_low, "highest": p.price_high, "step": p.price_step},
-                "lowest_ask_so_far": state["anchor"],
-                "counteroffer_on_the_table": p.counteroffers[state["round"] - 1] if open_ else None,
-                "deal_price": state["deal_price"]}
+        return {"round": min(state["round"], p.deadline), "deadline": p.deadline,
+                "used": self._rounds_used(state), "status": state["status"],
+                "grid": {"lowest": p.price_low, "highest": p.price_high, "step": p.price_step},
+                "lowest ask": state["anchor"],
+                "table": p.counteroffers[state["round"] - 1] if open_ else None,
+                "price": state["deal_price"]}
 
     @staticmethod
     def _rounds_used(state: dict[str, Any]) -> int:
@@ -393,26 +396,99 @@ class Negotiation(Mechanism[NegotiationParams]):
             return _net(params, state["deal_price"], rounds)
         return _net(params, params.outside_option, rounds)
 
-    # --- rendering facts ------------------------------------------------------------------
-    def describe(self, params: NegotiationParams, vocab: dict[str, str]) -> str:
+    # --- facts, belief, heuristics ----------------------------------------------------------
+    def facts(self, params: NegotiationParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
-        cur = v["currency"]
-        rows = "; ".join(f"round {t + 1}: base threshold {b}, counteroffer {o}"
-                         for t, (b, o) in enumerate(zip(p.base_thresholds, p.counteroffers, strict=True)))
-        return (
-            f"You sell one lot of {v['products']} to the {v['counterpart']} and want the best {v['deal']} net of "
-            f"costs. There are {p.deadline} rounds; every round used (an ask, an accepted counteroffer or a "
-            f"wait) costs {p.round_cost:g} {cur}. Without a {v['deal']} you keep your outside option, worth "
-            f"{p.outside_option:g} {cur}, minus the costs spent. Asks must lie on the price grid from "
-            f"{p.price_low} to {p.price_high} {cur} in steps of {p.price_step}. The {v['counterpart']}'s "
-            f"reservation value is {p.reservation_value} {cur}. In round t it accepts an ask at or below "
-            f"min({p.reservation_value}, (b_t * {100 - p.anchoring_percent} + A * {p.anchoring_percent}) // 100), "
-            f"where b_t is its base threshold of the round and A your lowest ask of an earlier round, or at or "
-            f"below min({p.reservation_value}, b_t) before your first ask; a rejected ask ends the round. Any ask "
-            f"above {p.walkoff_price} {cur} makes it break off for good. In every round it also stands by a "
-            f"counteroffer ({v['offer']}) that you may accept. Per round: {rows}. The {v['sticker']} estimates "
-            f"its reservation value at {p.market_report} {cur}; it is an estimate, not the truth."
-        )
+        cur, who, deal = v["currency"], v["counterpart"], v["deal"]
+        thresholds = "; ".join(f"round {t + 1}: {b}" for t, b in enumerate(p.base_thresholds))
+        counters = "; ".join(f"round {t + 1}: {o}" for t, o in enumerate(p.counteroffers))
+        return [
+            rule("structure", f"There are {p.deadline} rounds, numbered 1 to {p.deadline}. Asks must lie on the "
+                 f"price grid from {p.price_low} to {p.price_high} {cur} in steps of {p.price_step}.",
+                 p.deadline, p.price_low, p.price_high, p.price_step),
+            rule("acceptance", f"In round t the {who} accepts an ask a when a <= min(R, floor((b_t * (100 - "
+                 f"alpha) + A * alpha) / 100)), where R is its reservation value, b_t its base threshold of "
+                 f"round t, alpha its anchoring percent and A your lowest ask of an earlier round; before your "
+                 f"first ask it accepts when a <= min(R, b_t). An accepted ask closes the {deal} at the asked "
+                 f"price; a rejected ask uses the round. An ask above its walk-off price makes it break off for "
+                 f"good: the round is used and no {deal} follows. Asks are the only way to move its threshold.",
+                 100),
+            rule("counteroffers", f"In every round the {who} also stands by a counteroffer ({v['offer']}) that "
+                 f"you may accept instead of asking: that closes the {deal} at the counteroffer and uses the "
+                 "round. Letting a round pass without an ask uses it too."),
+            probed("reservation", "probe_reservation_value", f"The {who}'s reservation value R is "
+                   f"{p.reservation_value} {cur}.", [p.reservation_value]),
+            probed("thresholds", "probe_base_threshold", f"Its base thresholds b_t in {cur}: {thresholds}.",
+                   p.base_thresholds),
+            probed("anchoring", "probe_anchoring", f"Its anchoring percent alpha is {p.anchoring_percent}.",
+                   [p.anchoring_percent]),
+            probed("walkoff", "probe_walkoff_price", f"Its walk-off price is {p.walkoff_price} {cur}.",
+                   [p.walkoff_price]),
+            probed("counteroffer values", "probe_counteroffer", f"Its counteroffers in {cur}: {counters}.",
+                   p.counteroffers),
+            probed("round cost", "probe_round_cost", f"Every round used costs {v['organization']} "
+                   f"{p.round_cost:g} {cur}.", [p.round_cost]),
+            probed("fallback", "probe_outside_option", f"Without a {deal} your fallback value is "
+                   f"{p.outside_option:g} {cur}, before round costs.", [p.outside_option]),
+            probed("report", "read_market_report", f"The {v['sticker']} estimates the {who}'s reservation value "
+                   f"at {p.market_report} {cur}; it is an outside estimate, not the truth.", [p.market_report]),
+            rule(OBJECTIVE, f"Your result in {cur} is the {deal} price, or the fallback value without a {deal}, "
+                 "minus the round cost times the number of rounds used (every ask, accepted counteroffer or "
+                 "passed round uses one; walking away uses none)."),
+            rule(END, f"A {deal} ends the episode, and so do a break-off, the last round passing without a "
+                 f"{deal}, and walking away; without a {deal} the fallback value minus the round costs spent "
+                 "counts."),
+            rule(BUDGET_END, f"If the turns run out before the episode ends, it ends as if you walked away then: "
+                 f"no {deal}, and the fallback value minus the round costs spent counts."),
+        ]
+
+    def probe_order(self, params: NegotiationParams) -> list[Action]:
+        """The counterpart's reservation value, walk-off price and anchoring first, then the round cost and the
+        fallback value, then each round's base threshold and counteroffer, earliest round first."""
+        p = params
+        calls = [Action(op=name) for name in ("probe_reservation_value", "probe_walkoff_price", "probe_anchoring",
+                                              "probe_round_cost", "probe_outside_option")]
+        for r in range(1, p.deadline + 1):
+            calls += [Action(op="probe_base_threshold", args={"round": r}),
+                      Action(op="probe_counteroffer", args={"round": r})]
+        return calls
+
+    def believed(self, params: NegotiationParams, probed: list[Action]) -> NegotiationParams:
+        """Probed figures are true. Unprobed: the reservation value is the market report; the walk-off price is
+        the reservation value believed (never ask above it); the anchoring percent is 40; the round cost 0; the
+        fallback value the lowest grid price; a base threshold is the latest probed one of an earlier round (the
+        lowest grid price when none); a counteroffer is 0 (never counted on)."""
+        p = params
+        done = {(a.op, a.args.get("round")) for a in probed}
+        reservation = p.reservation_value if ("probe_reservation_value", None) in done else p.market_report
+        walkoff = p.walkoff_price if ("probe_walkoff_price", None) in done else reservation
+        base, latest = [], p.price_low
+        for r in range(1, p.deadline + 1):
+            if ("probe_base_threshold", r) in done:
+                latest = p.base_thresholds[r - 1]
+            base.append(min(latest, reservation))
+        counters = [min(p.counteroffers[r - 1], reservation) if ("probe_counteroffer", r) in done else 0
+                    for r in range(1, p.deadline + 1)]
+        return NegotiationParams(
+            reservation_value=reservation, base_thresholds=base,
+            anchoring_percent=p.anchoring_percent if ("probe_anchoring", None) in done else 40,
+            walkoff_price=max(walkoff, reservation), counteroffers=counters, deadline=p.deadline,
+            round_cost=p.round_cost if ("probe_round_cost", None) in done else 0.0,
+            outside_option=p.outside_option if ("probe_outside_option", None) in done else float(p.price_low),
+            price_low=p.price_low, price_high=p.price_high, price_step=p.price_step, market_report=p.market_report)
+
+    def heuristic_actions(self, params: NegotiationParams) -> dict[str, list[Action]]:
+        """accept_first: take the first round's counteroffer at once.
+        reservation_concede: probe the reservation value, ask it, then concede in equal steps to the lowest grid
+        price by the deadline (as the default does from the market report)."""
+        p = params
+        start = self._snap(p, p.reservation_value)
+        asks = []
+        for t in range(p.deadline):
+            share = t / (p.deadline - 1) if p.deadline > 1 else 1.0
+            asks.append(Action(op="make_ask", args={"price": self._snap(p, start + (p.price_low - start) * share)}))
+        return {"accept_first": [Action(op="accept_counteroffer")],
+                "reservation_concede": [Action(op="probe_reservation_value"), *asks]}
 
     def secret_numbers(self, params: NegotiationParams) -> list[float]:
         p = params
@@ -425,7 +501,7 @@ class Negotiation(Mechanism[NegotiationParams]):
                 *range(1, p.deadline + 1)]
 
     def probe_allowance(self, params: NegotiationParams) -> int:
-        return 2 * params.deadline + 4
+        return 2 * params.deadline + 5
 
 
 register(Negotiation())
