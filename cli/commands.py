@@ -393,6 +393,12 @@ def cmd_serve_mcp(args) -> int:
     return run(args, _warehouse(args))
 
 
+def cmd_serve_openenv(args) -> int:
+    from cli.integrations import cmd_serve_openenv as run
+
+    return run(args, _warehouse(args))
+
+
 def cmd_export(args) -> int:
     from cli.export import cmd_export as run
 

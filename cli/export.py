@@ -6,6 +6,10 @@ from cli.evaluate import parse_modes
 
 
 def cmd_export(args, wh) -> int:
+    if args.format in ("trl", "skyrl", "hf"):  # trainer-ready datasets (integrations.rows)
+        from cli.integrations import cmd_export_trainer
+
+        return cmd_export_trainer(args, wh)
     from envs.catalog import select_specs
     from envs.export import EXPORT_FORMATS, export_rows, write_rows
     from warehouse.preflight import check_output_file

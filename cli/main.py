@@ -159,13 +159,24 @@ def build_parser() -> argparse.ArgumentParser:
     serve_mcp.add_argument("env_id")
     serve_mcp.add_argument("--mode", choices=("written", "revealed", "hidden"), default="hidden")
 
+    openenv = add("serve-openenv", "serve the catalog as an OpenEnv environment: MCP tool calls as actions, "
+                                    "the Task API over splits and catalog rows")
+    openenv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    openenv.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    openenv.add_argument("--max-sessions", type=int, default=256,
+                         help="concurrent WebSocket sessions (default 256; one more gets CAPACITY_REACHED)")
+    openenv.add_argument("--where", default="true", help="SQL condition: the environments the Task API lists")
+    openenv.add_argument("--mode", default="hidden", help="modes the Task API lists per environment (default hidden)")
+
     export = add("export", "export selected environments for trainers: one row per environment and mode "
                            "(env id, system prompt, tools, spec)")
     export.add_argument("--where", default="true", help="SQL condition over the environments table (default: all)")
     export.add_argument("--mode", default="all", help="written, revealed, hidden, comma-separated, or all (default)")
     export.add_argument("--limit", type=int, help="at most N environments (in env_id order)")
-    export.add_argument("--format", choices=("jsonl", "parquet"), help="default: from --out's suffix, else jsonl")
-    export.add_argument("--out", required=True, help="file to write")
+    export.add_argument("--format", choices=("jsonl", "parquet", "trl", "skyrl", "hf"),
+                        help="default: from --out's suffix, else jsonl; trl, skyrl: chat-message prompt and difficulty "
+                             "columns (.parquet or .jsonl); hf: a dataset folder, one configuration per family")
+    export.add_argument("--out", required=True, help="file to write (a folder for --format hf)")
 
     llm = add("llm", "the local model: 'serve' runs gemma-3-270m on 127.0.0.1 for --setter litellm, offline")
     llm.add_argument("action", choices=("serve",))

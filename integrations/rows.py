@@ -82,9 +82,17 @@ def env_from_trainer_row(row: dict[str, Any]) -> Environment:
 
 
 def _table(rows: list[dict[str, Any]]):
+    """The rows as an Arrow table; a column that is null in every row keeps its type (a family not measured yet
+    has no tier, and its file must still concatenate with the others)."""
     import pyarrow
 
-    return pyarrow.Table.from_pylist(rows)
+    table = pyarrow.Table.from_pylist(rows)
+    typed = {"tier": pyarrow.string(), "informed_score": pyarrow.float64(), "heuristic_score": pyarrow.float64(),
+             "facts_fit": pyarrow.float64()}
+    for name, kind in typed.items():
+        if name in table.column_names and pyarrow.types.is_null(table.schema.field(name).type):
+            table = table.set_column(table.column_names.index(name), name, table.column(name).cast(kind))
+    return table
 
 
 def _write_file(rows: list[dict[str, Any]], path: Path) -> None:

@@ -1,0 +1,50 @@
+"""`vhd export --format trl|skyrl|hf` (trainer-ready datasets) and `vhd serve-openenv` (the catalog as an OpenEnv
+server); the integrations themselves live in `integrations/`."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from cli.evaluate import parse_modes
+
+
+def cmd_export_trainer(args, wh) -> int:
+    from envs.catalog import select_specs
+    from integrations.rows import trainer_rows, write_trainer_rows
+    from warehouse.preflight import check_output_file
+
+    out = os.path.expanduser(args.out)
+    if args.format == "hf":
+        if os.path.isdir(out):
+            if os.listdir(out):
+                raise ValueError(f"--out {args.out} is a folder that is not empty; the hf format writes a new "
+                                 "dataset folder")
+        else:
+            check_output_file(out)
+    else:
+        check_output_file(out)
+    modes = parse_modes(args.mode)
+    specs = select_specs(args.where, args.limit, wh)
+    rows = trainer_rows(specs, args.format, modes)
+    path = write_trainer_rows(rows, out, args.format)
+    shape = "a dataset folder, one configuration per family" if args.format == "hf" else (
+        "Parquet" if str(path).endswith(".parquet") else "JSON lines")
+    print(f"wrote {len(rows)} row(s) ({len(specs)} environment(s) x {len(modes)} mode(s)) to {path} for "
+          f"{args.format} ({shape})")
+    return 0
+
+
+def cmd_serve_openenv(args, wh) -> int:
+    from integrations.openenv_server import serve
+
+    if not 0 < args.port < 65536:
+        raise ValueError(f"--port must be 1-65535, got {args.port}")
+    if not args.max_sessions >= 1:
+        raise ValueError(f"--max-sessions must be at least 1, got {args.max_sessions}")
+    modes = parse_modes(args.mode)
+    print(f"serving the environments of {wh.url} as OpenEnv environment 'vhdplay' on http://{args.host}:{args.port} "
+          f"(WebSocket sessions on /ws, at most {args.max_sessions}; Task API under /vhdplay/; modes "
+          f"{','.join(modes)}); Ctrl-C stops", file=sys.stderr)
+    serve(wh, host=args.host, port=args.port, max_sessions=args.max_sessions, where=args.where, modes=modes)
+    return 0
