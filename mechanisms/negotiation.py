@@ -480,15 +480,32 @@ class Negotiation(Mechanism[NegotiationParams]):
     def heuristic_actions(self, params: NegotiationParams) -> dict[str, list[Action]]:
         """accept_first: take the first round's counteroffer at once.
         reservation_concede: probe the reservation value, ask it, then concede in equal steps to the lowest grid
-        price by the deadline (as the default does from the market report)."""
+        price by the deadline (as the default does from the market report).
+        best_unanchored: probe every base threshold and counteroffer, the round cost and the fallback value, then
+        take the best plain move, never using the anchoring: wait until the best round and ask its base threshold
+        (rounded down to the grid) or accept its counteroffer, or walk away at once."""
         p = params
         start = self._snap(p, p.reservation_value)
         asks = []
         for t in range(p.deadline):
             share = t / (p.deadline - 1) if p.deadline > 1 else 1.0
             asks.append(Action(op="make_ask", args={"price": self._snap(p, start + (p.price_low - start) * share)}))
+        look = [Action(op=name, args={"round": r}) for r in range(1, p.deadline + 1)
+                for name in ("probe_base_threshold", "probe_counteroffer")]
+        look += [Action(op="probe_round_cost"), Action(op="probe_outside_option")]
+        best, plan = p.outside_option, [Action(op="walk_away")]
+        for r in range(1, p.deadline + 1):
+            waits = [Action(op="wait_round")] * (r - 1)
+            base = p.base_thresholds[r - 1]
+            if base >= p.price_low:
+                price = p.price_low + (base - p.price_low) // p.price_step * p.price_step
+                if price - p.round_cost * r > best:
+                    best, plan = price - p.round_cost * r, [*waits, Action(op="make_ask", args={"price": price})]
+            if p.counteroffers[r - 1] - p.round_cost * r > best:
+                best, plan = p.counteroffers[r - 1] - p.round_cost * r, [*waits, Action(op="accept_counteroffer")]
         return {"accept_first": [Action(op="accept_counteroffer")],
-                "reservation_concede": [Action(op="probe_reservation_value"), *asks]}
+                "reservation_concede": [Action(op="probe_reservation_value"), *asks],
+                "best_unanchored": [*look, *plan]}
 
     def secret_numbers(self, params: NegotiationParams) -> list[float]:
         p = params
