@@ -259,8 +259,8 @@ class Routing(Mechanism[RoutingParams]):
     difficulty_tiers = {
         "easy": Tier(((5, 1), (6, 1), (6, 2)), 1.0),
         "medium": Tier(((8, 2), (9, 3), (10, 3)), 1.0),
-        "hard": Tier(((12, 4), (14, 5)), 0.5),
-        "frontier": Tier(((16, 6), (18, 8), (20, 8)), 0.3),
+        "hard": Tier(((12, 5), (13, 6), (14, 6)), 0.5),
+        "frontier": Tier(((15, 8), (16, 8), (18, 10)), 0.3),
     }
     u0_band = (0.3, 0.995)
 
@@ -421,7 +421,7 @@ class Routing(Mechanism[RoutingParams]):
         n = p.stops
 
         def rows(matrix: list[list[float]]) -> str:
-            return "; ".join(f"from {i}: [{', '.join(f'{x:g}' for x in row)}]" for i, row in enumerate(matrix))
+            return "; ".join(f"from {i}: {' '.join(f'{x:g}' for x in row)}" for i, row in enumerate(matrix))
 
         def off(matrix: list[list[float]]) -> list[float]:
             return [x for i, row in enumerate(matrix) for j, x in enumerate(row) if i != j]

@@ -16,13 +16,19 @@ Parameters (all can be given as data; times are whole minutes after midnight, 0.
 - ``budget``: the most that may be spent on tickets over the day (hidden, non-negative)
 - ``guidebook_ratings``: the posted guidebook rating of each place (a decoy the default policy trusts;
   when omitted from data it equals ``enjoyment``)
+Hidden mode: the day's start and end and the ticket budget are stated as rules (the traveller's own terms);
+each place's enjoyment, its ticket, visit time and hours, and each row of travel minutes come from probes. The
+informed agent probes the travel from the hotel, then each place by decreasing guidebook rating (enjoyment,
+details, travel from it), believes the guidebook for an unprobed enjoyment, the mean of the probed details (open
+all day) for unprobed details and a probed reverse trip or the mean probed trip for unprobed travel, and plays
+the plan it solves for that belief with the bulk ``visit_places`` (which skips a place it cannot visit).
 Dynamics: ``visit`` travels from where the traveller is to an unvisited place, waits for it to open if
 needed, visits and pays; it is refused if the visit would end after closing, the tickets would exceed
 the budget, or the hotel could no longer be reached by ``day_end`` straight from there, so every state
 is a feasible day. ``wait`` spends minutes where one is (refused if the hotel could then no longer be
 reached in time); ``undo_last_step`` takes back the last visit or wait while planning; returning to
 the hotel, or finishing, ends the day. The utility is the total enjoyment of the places visited.
-The knobs: ``size`` is the number of places n (4..13); ``horizon`` is the day's length in hours (4..14):
+The knobs: ``size`` is the number of places n (4..16); ``horizon`` is the day's length in hours (4..14):
 ``day_end = day_start + 60 x horizon``, with day_start drawn from 08:00..10:00.
 Solved exactly by dynamic programming over (set of places visited, last place) keeping the earliest
 feasible finish time: valid because waiting is allowed (finishing earlier never hurts, and every
@@ -39,11 +45,12 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, require_int
+from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_int_list
+from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.registry import register
 from schemas.envspec import Action, ArgSpec, OperationSpec
 
-MAX_PLACES = 13  # the DP keeps 2^n x n finish times: about 100,000 at 13 places
+MAX_PLACES = 16  # the DP keeps 2^n x n finish times: about a million at 16 places
 DAY_MINUTES = 1440
 DURATIONS = (30, 45, 60, 90, 120, 150, 180)
 REDRAWS = 24  # the sampler redraws the guidebook while the default would already be optimal
@@ -177,11 +184,17 @@ class TravelPlanning(Mechanism[TravelParams]):
     group = "external"
     summary = "plan a day of visits from a hotel within opening hours and a ticket budget; subset DP"
     Params = TravelParams
-    size_range = (4, 13)  # places
+    size_range = (4, MAX_PLACES)  # places
     horizon_range = (4, 14)  # hours in the day
     default_size = 8
     default_horizon = 8
     difficulty_grid = [(5, 6), (7, 8), (8, 8), (10, 10), (12, 12), (13, 14)]
+    difficulty_tiers = {
+        "easy": Tier(((4, 4), (5, 5), (5, 6)), 1.0),
+        "medium": Tier(((7, 8), (8, 8), (9, 9)), 1.0),
+        "hard": Tier(((10, 10), (11, 10)), 0.5),
+        "frontier": Tier(((13, 12), (14, 12)), 0.3),
+    }
     u0_band = (0.15, 0.99)
 
     # --- parameters -----------------------------------------------------------------------
@@ -239,7 +252,8 @@ class TravelPlanning(Mechanism[TravelParams]):
                 order.append(last + 1)
                 mask, last = mask & ~(1 << last), int(parent[mask, last])
             order.reverse()
-        actions = [*(Action(op="visit", args={"place": j}) for j in order), Action(op="return_to_hotel")]
+        actions = [*([Action(op="visit_places", args={"places": order})] if order else []),
+                   Action(op="return_to_hotel")]
         u_star = self.run(p, actions)
         facts = {"places": n, "visited": order, "feasible_sets": int(feasible.sum()),
                  "states": int(np.isfinite(finish).sum())}
@@ -248,7 +262,7 @@ class TravelPlanning(Mechanism[TravelParams]):
     def default_actions(self, params: TravelParams) -> list[Action]:
         """Greedy by guidebook rating per hour spent (travel, waiting and visit) among feasible places."""
         p = params
-        actions = [Action(op="read_guidebook", args={"place": 1})]
+        order: list[int] = []
         state = self.initial_state(p)
         while True:
             best, best_score = None, -math.inf
@@ -262,16 +276,17 @@ class TravelPlanning(Mechanism[TravelParams]):
                     best, best_score = j, score
             if best is None:
                 break
-            action = Action(op="visit", args={"place": best})
-            self.apply(p, state, action)
-            actions.append(action)
-        actions.append(Action(op="return_to_hotel"))
-        return actions
+            self.apply(p, state, Action(op="visit", args={"place": best}))
+            order.append(best)
+        return [*([Action(op="visit_places", args={"places": order})] if order else []),
+                Action(op="return_to_hotel")]
 
     # --- dynamics -------------------------------------------------------------------------
     def operations(self, params: TravelParams) -> list[OperationSpec]:
         n = params.places
         place = {"place": ArgSpec(type="integer", description="place number", minimum=1, maximum=n)}
+        places = {"places": ArgSpec(type="array", items="integer", description="place numbers in visiting order",
+                                    minimum=1, maximum=n, max_items=n)}
         origin = {"origin": ArgSpec(type="integer", description="where the trip starts (0 is the hotel)",
                                     minimum=0, maximum=n)}
         minutes = {"minutes": ArgSpec(type="integer", description="minutes to wait", minimum=1,
@@ -283,16 +298,19 @@ class TravelPlanning(Mechanism[TravelParams]):
                           summary="the ticket price, visit duration and opening hours of one place", args=place),
             OperationSpec(name="probe_travel_from", kind="probe",
                           summary="the travel minutes from one place (or the hotel) to every other", args=origin),
-            OperationSpec(name="probe_day_terms", kind="probe",
+            OperationSpec(name="probe_day_terms", kind="info",
                           summary="when the day starts and ends and the ticket budget"),
             OperationSpec(name="read_guidebook", kind="info", summary="the posted guidebook rating of one place",
-                          args=place, decoy=True),
+                          args=place, decoy=True, estimates="enjoyment"),
             OperationSpec(name="list_places", kind="info", summary="the place numbers and the hotel"),
             OperationSpec(name="view_itinerary", kind="info",
                           summary="the places visited so far, where the traveller is, the time and money spent"),
             OperationSpec(name="visit", kind="decision",
                           summary="travel to an unvisited place, wait for it to open if needed, visit and pay",
                           args=place),
+            OperationSpec(name="visit_places", kind="decision",
+                          summary="visit a list of places in order, skipping any that cannot be visited",
+                          args=places),
             OperationSpec(name="undo_last_step", kind="decision", summary="take back the last visit or wait"),
             OperationSpec(name="wait", kind="clock", summary="wait some minutes where the traveller is",
                           args=minutes),
@@ -317,13 +335,21 @@ class TravelPlanning(Mechanism[TravelParams]):
         start = max(arrive, opens)
         finish = start + p.durations[j - 1]
         if finish > closes:
-            return f"a visit to place {j} starting at {clock_text(start)} would end after it closes"
+            return f"a visit to place {j} starting at {clock_text(start)} would end after its closing time"
         if finish + p.travel[j][0] > p.day_end:
-            return f"after visiting place {j} the hotel could not be reached by the end of the day"
+            return f"after a visit to place {j} the hotel could not be reached by the end of the day"
         spent = self._spent(p, state["visited"])
         if spent + p.prices[j - 1] > p.budget + 1e-9 * max(1.0, p.budget):
-            return f"the ticket for place {j} would take spending over the budget"
+            return f"the ticket for place {j} would take the spending over the budget"
         return {"arrive": arrive, "start": start, "finish": finish, "price": p.prices[j - 1]}
+
+    def _go(self, p: TravelParams, state: dict[str, Any], j: int, plan: dict[str, Any]) -> None:
+        state["steps"].append({"at": state["at"], "clock": state["clock"], "visit": j})
+        state.update(at=j, clock=plan["finish"], visited=[*state["visited"], j])
+
+    def _where(self, p: TravelParams, state: dict[str, Any]) -> dict[str, Any]:
+        return {"visited": list(state["visited"]), "position": state["at"], "clock": clock_text(state["clock"]),
+                "clock minute": state["clock"], "spent": self._spent(p, state["visited"])}
 
     def apply(self, params: TravelParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
         p, op, args = params, action.op, action.args
@@ -334,33 +360,46 @@ class TravelPlanning(Mechanism[TravelParams]):
         if op == "probe_place_details":
             j = _require_int(args, "place", 1, n)
             opens, closes = p.opening[j - 1]
-            return {"place": j, "ticket_price": p.prices[j - 1], "visit_minutes": p.durations[j - 1],
-                    "opens": clock_text(opens), "closes": clock_text(closes), "opens_minute": opens,
-                    "closes_minute": closes}
+            return {"place": j, "ticket price": p.prices[j - 1], "visit minutes": p.durations[j - 1],
+                    "opens at": clock_text(opens), "closes at": clock_text(closes), "opens minute": opens,
+                    "closes minute": closes}
         if op == "probe_travel_from":
             i = _require_int(args, "origin", 0, n)
-            return {"origin": i, "travel_minutes": {str(j): p.travel[i][j] for j in range(n + 1) if j != i}}
+            return {"origin": i, "travel minutes": {str(j): p.travel[i][j] for j in range(n + 1) if j != i}}
         if op == "probe_day_terms":
-            return {"day_starts": clock_text(p.day_start), "day_ends": clock_text(p.day_end),
-                    "day_start_minute": p.day_start, "day_end_minute": p.day_end, "budget": p.budget}
+            return {"day starts": clock_text(p.day_start), "day ends": clock_text(p.day_end),
+                    "day start minute": p.day_start, "day end minute": p.day_end, "budget": p.budget}
         if op == "read_guidebook":
             j = _require_int(args, "place", 1, n)
-            return {"place": j, "guidebook_rating": p.guidebook_ratings[j - 1]}
+            return {"place": j, "guidebook rating": p.guidebook_ratings[j - 1]}
         if op == "list_places":
             return {"hotel": 0, "places": list(range(1, n + 1))}
         if op == "view_itinerary":
-            return {"visited": list(state["visited"]), "at": state["at"], "clock": clock_text(state["clock"]),
-                    "clock_minute": state["clock"], "spent": self._spent(p, state["visited"])}
+            return self._where(p, state)
+        if self.finished(state):
+            raise ActionError("the day is over")
         if op == "visit":
             j = _require_int(args, "place", 1, n)
             plan = self._plan_visit(p, state, j)
             if isinstance(plan, str):
                 raise ActionError(plan)
-            state["steps"].append({"at": state["at"], "clock": state["clock"], "visit": j})
-            state.update(at=j, clock=plan["finish"], visited=[*state["visited"], j])
+            self._go(p, state, j, plan)
             return {"place": j, "arrived": clock_text(plan["arrive"]), "started": clock_text(plan["start"]),
-                    "left": clock_text(plan["finish"]), "clock_minute": plan["finish"], "paid": plan["price"],
-                    "spent": self._spent(p, state["visited"])}
+                    "left": clock_text(plan["finish"]), "paid": plan["price"], **self._where(p, state)}
+        if op == "visit_places":
+            listed = require_int_list(args, "places", 1, n)
+            trial = {**state, "visited": list(state["visited"]), "steps": list(state["steps"])}
+            skipped = []
+            for j in listed:
+                plan = self._plan_visit(p, trial, j)
+                if isinstance(plan, str):
+                    skipped.append(j)
+                else:
+                    self._go(p, trial, j, plan)
+            if len(skipped) == len(listed):
+                raise ActionError(f"none of the listed places can be visited next: {self._plan_visit(p, state, listed[0])}")
+            state.update(trial)
+            return {**self._where(p, state), "skipped": skipped}
         if op == "undo_last_step":
             if not state["steps"]:
                 raise ActionError("nothing to undo: no visit or wait has been made")
@@ -368,8 +407,7 @@ class TravelPlanning(Mechanism[TravelParams]):
             if step["visit"]:
                 state["visited"] = [k for k in state["visited"] if k != step["visit"]]
             state.update(at=step["at"], clock=step["clock"])
-            return {"at": state["at"], "clock": clock_text(state["clock"]), "clock_minute": state["clock"],
-                    "visited": list(state["visited"])}
+            return self._where(p, state)
         if op == "wait":
             minutes = _require_int(args, "minutes", 1, DAY_MINUTES)
             if state["clock"] + minutes + p.travel[state["at"]][0] > p.day_end:
@@ -377,46 +415,123 @@ class TravelPlanning(Mechanism[TravelParams]):
                                   f"of the day")
             state["steps"].append({"at": state["at"], "clock": state["clock"], "visit": 0})
             state["clock"] += minutes
-            return {"clock": clock_text(state["clock"]), "clock_minute": state["clock"]}
+            return self._where(p, state)
         if op in ("return_to_hotel", "finish"):
             back = state["clock"] + p.travel[state["at"]][0]
             state["finished"] = True
-            return {"visited": list(state["visited"]), "back_at_hotel": clock_text(back), "finished": True}
+            return {"visited": list(state["visited"]), "back at": clock_text(back),
+                    "spent": self._spent(p, state["visited"]), "total points": self.utility(p, state),
+                    "finished": True}
         raise ActionError(f"unknown operation {op!r}")
 
     def utility(self, params: TravelParams, state: dict[str, Any]) -> float:
         return float(sum(params.enjoyment[j - 1] for j in state["visited"]))
 
     # --- rendering facts ------------------------------------------------------------------
-    def describe(self, params: TravelParams, vocab: dict[str, str]) -> str:
+    def facts(self, params: TravelParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
-        rows = []
-        for j in range(p.places):
-            opens, closes = p.opening[j]
-            rows.append(f"{v['site']} {j + 1}: enjoyment {p.enjoyment[j]:g}, ticket {p.prices[j]:g} "
-                        f"{v['currency']}, visit {p.durations[j]} min, open {clock_text(opens)}-"
-                        f"{clock_text(closes)}, {v['sticker']} {p.guidebook_ratings[j]:g}")
+        n = p.places
+        points = "; ".join(f"{j + 1}: {p.enjoyment[j]:g}" for j in range(n))
+        details = "; ".join(f"{j + 1}: ticket {p.prices[j]:g}, visit {p.durations[j]} minutes, open "
+                            f"{clock_text(p.opening[j][0])} (minute {p.opening[j][0]}) to "
+                            f"{clock_text(p.opening[j][1])} (minute {p.opening[j][1]})" for j in range(n))
         travel = "; ".join(f"from {i}: [{', '.join(str(x) for x in row)}]" for i, row in enumerate(p.travel))
-        return (
-            f"The day starts at {clock_text(p.day_start)} at {v['place']} (number 0, the base) and everyone must "
-            f"be back there by {clock_text(p.day_end)}. There are {p.places} {v['sites']} to choose from "
-            f"(numbers 1 to {p.places}); each can be visited at most once, a visit may not start before the "
-            f"{v['site']} opens (arriving early means waiting) and must end by its closing time, and the "
-            f"tickets together may cost at most {p.budget:g} {v['currency']}. The goal is the highest total "
-            f"enjoyment. {'. '.join(rows)}. Travel minutes (row = from, position in the row = to, 0 = base): "
-            f"{travel}. The {v['sticker']} is a posted rating, not the enjoyment."
-        )
+        ratings = "; ".join(f"{j + 1}: {p.guidebook_ratings[j]:g}" for j in range(n))
+        return [
+            rule("structure", f"The day starts at {clock_text(p.day_start)} (minute {p.day_start}) at {v['place']} "
+                 f"(number 0), and the {v['role']} must be back there by {clock_text(p.day_end)} (minute "
+                 f"{p.day_end}). There are {n} {v['sites']}, numbered 1 to {n}, each worth some points for a "
+                 f"visit; the tickets together may cost at most {p.budget:g} {v['currency']}.",
+                 n, p.day_start, p.day_end, p.budget),
+            probed("points", "probe_enjoyment", f"The points a visit to each {v['site']} is worth: {points}.",
+                   p.enjoyment),
+            probed("details", "probe_place_details", f"Each {v['site']}'s ticket in {v['currency']}, visit length "
+                   f"and opening hours: {details}.",
+                   [*p.prices, *p.durations, *(t for hours in p.opening for t in hours)]),
+            probed("travel", "probe_travel_from", "Travel minutes (row = from, position in the row = to, 0 = "
+                   f"{v['place']}; trips may differ by direction): {travel}.",
+                   [x for i, row in enumerate(p.travel) for j, x in enumerate(row) if i != j]),
+            probed("ratings", "read_guidebook", f"The {v['sticker']} rates the {v['sites']} (an outside estimate "
+                   f"of the points, not the points): {ratings}.", p.guidebook_ratings),
+            rule("visits", f"Each {v['site']} can be visited at most once. A visit starts on arrival, or when the "
+                 f"{v['site']} opens if that is later (arriving early means waiting), and must end by its closing "
+                 f"time; it is refused if it would end later, take the tickets over the budget, or leave too "
+                 f"little time to get back to {v['place']} by the end of the day. Several {v['sites']} can be "
+                 "visited in one call, in order; one that cannot be visited is then skipped."),
+            rule(OBJECTIVE, f"Your result is the total points of the {v['sites']} visited; the time and the money "
+                 "left over count for nothing."),
+            rule(END, f"Going back to {v['place']} ends the day, and so does stopping at once; either way the "
+                 f"{v['sites']} visited so far count."),
+            rule(BUDGET_END, f"If the turns run out before the day ends, the {v['sites']} visited so far count, "
+                 "as if the day ended then."),
+        ]
+
+    def probe_order(self, params: TravelParams) -> list[Action]:
+        """Travel from the hotel first, then per place by decreasing guidebook rating: its points, its details,
+        the travel from it."""
+        p = params
+        ranked = sorted(range(1, p.places + 1), key=lambda j: (-p.guidebook_ratings[j - 1], j))
+        calls = [Action(op="probe_travel_from", args={"origin": 0})]
+        for j in ranked:
+            calls += [Action(op="probe_enjoyment", args={"place": j}),
+                      Action(op="probe_place_details", args={"place": j}),
+                      Action(op="probe_travel_from", args={"origin": j})]
+        return calls
+
+    def believed(self, params: TravelParams, probed: list[Action]) -> TravelParams:
+        """Probed values are true; an unprobed enjoyment is its guidebook rating; unprobed details are the mean of
+        the probed ones (a ticket of twice the budget over the places, a 90-minute visit when none is probed) and
+        open all day; an unprobed trip is its probed reverse trip, else the mean probed trip (30 minutes when none
+        is probed)."""
+        p = params
+        n = p.places
+        valued = {a.args["place"] for a in probed if a.op == "probe_enjoyment"}
+        detailed = {a.args["place"] for a in probed if a.op == "probe_place_details"}
+        rows = {a.args["origin"] for a in probed if a.op == "probe_travel_from"}
+        enjoyment = [p.enjoyment[j - 1] if j in valued else p.guidebook_ratings[j - 1] for j in range(1, n + 1)]
+        prices = [p.prices[j - 1] for j in detailed]
+        durations = [p.durations[j - 1] for j in detailed]
+        price = round(sum(prices) / len(prices), 6) if prices else round(2 * p.budget / n, 6)
+        duration = round(sum(durations) / len(durations)) if durations else 90
+        trips = [p.travel[i][j] for i in rows for j in range(n + 1) if j != i]
+        trip = round(sum(trips) / len(trips)) if trips else 30
+        travel = [[p.travel[i][j] if i in rows else p.travel[j][i] if j in rows else (0 if i == j else trip)
+                   for j in range(n + 1)] for i in range(n + 1)]
+        return TravelParams(
+            enjoyment=enjoyment,
+            prices=[p.prices[j - 1] if j in detailed else price for j in range(1, n + 1)],
+            durations=[p.durations[j - 1] if j in detailed else duration for j in range(1, n + 1)],
+            opening=[list(p.opening[j - 1]) if j in detailed else [p.day_start, p.day_end] for j in range(1, n + 1)],
+            travel=travel, day_start=p.day_start, day_end=p.day_end, budget=p.budget,
+            guidebook_ratings=list(p.guidebook_ratings))
+
+    def heuristic_actions(self, params: TravelParams) -> dict[str, list[Action]]:
+        """top_rated: visit the places by decreasing guidebook rating in one call (those that do not fit are
+        skipped), then go back. assessed_first: probe every place's points, then visit by decreasing points in one
+        call, then go back."""
+        p = params
+        n = p.places
+        home = Action(op="return_to_hotel")
+        by_rating = sorted(range(1, n + 1), key=lambda j: (-p.guidebook_ratings[j - 1], j))
+        by_points = sorted(range(1, n + 1), key=lambda j: (-p.enjoyment[j - 1], j))
+        return {
+            "top_rated": [Action(op="visit_places", args={"places": by_rating}), home],
+            "assessed_first": [*(Action(op="probe_enjoyment", args={"place": j}) for j in range(1, n + 1)),
+                               Action(op="visit_places", args={"places": by_points}), home],
+        }
 
     def secret_numbers(self, params: TravelParams) -> list[float]:
         p = params
         return [*p.enjoyment, *(x for x in p.prices if x), *p.durations, *(t for h in p.opening for t in h),
-                *(x for row in p.travel for x in row if x), p.day_start, p.day_end, p.budget]
+                *(x for row in p.travel for x in row if x)]
 
     def public_numbers(self, params: TravelParams) -> list[float]:
-        return [params.places, *range(0, params.places + 2), DAY_MINUTES]
+        p = params
+        clocks = [part for t in (p.day_start, p.day_end) for part in divmod(t, 60)]  # 09:30 reads as 9 and 30
+        return [p.places, *range(0, p.places + 2), DAY_MINUTES, p.day_start, p.day_end, p.budget, *clocks]
 
     def probe_allowance(self, params: TravelParams) -> int:
-        return 3 * params.places + 2  # enjoyment and details of every place, every travel row, the day terms
+        return 3 * params.places + 1  # the points, details and travel row of every place, the hotel's travel row
 
 
 register(TravelPlanning())
