@@ -11,6 +11,7 @@ import pytest
 from scipy.optimize import linprog
 
 import mechanisms
+from mechanisms import lp as lp_module
 from mechanisms.base import ActionError
 from mechanisms.lp import LPParams
 from schemas.envspec import Action
@@ -82,7 +83,9 @@ def test_contract_shape():
         if "product" in op.args:
             assert op.args["product"].type == "integer" and op.args["product"].maximum == p.n_products
     assert M.group == "near_ood" and M.version == 1
-    assert M.size_range == (2, 8) and M.horizon_range == (1, 6)
+    assert M.size_range == (2, 10) and M.horizon_range == (1, 8)
+    plan = next(op for op in ops if op.name == "set_plan").args["quantities"]
+    assert plan.type == "array" and plan.items == "number" and plan.max_items == p.n_products
     assert M.probe_allowance(p) == p.periods * (2 * p.n_products + 2)
     text = M.describe(p, VOCAB)
     assert all(f"{v:g}" in text for v in p.b_ub) and all(f"{v:g}" in text for v in p.c)
@@ -121,7 +124,7 @@ def test_default_is_below_optimum_and_inside_the_band():
         u_star = o.solution.u_star
         assert o.u_idle == 0.0 and u_star > o.u_idle
         ops = {a.op for a in o.default_actions}
-        assert ops <= {"read_profit_sticker", "set_production", "advance_period"}
+        assert ops <= {"read_profit_sticker", "set_plan", "advance_period"}
         g = (o.u0 - o.u_idle) / (u_star - o.u_idle)
         inside += low <= g <= high and u_star - o.u0 > 1e-6 * max(1.0, abs(u_star))
     assert inside >= 90
@@ -156,18 +159,51 @@ def test_unbounded_data_is_rejected_at_solve():
 def test_infeasible_settings_are_refused_naming_the_row():
     p = _sample(2)
     state = M.initial_state(p)
-    caps = M.apply(p, state, Action(op="probe_demand_caps"))["demand_caps"]
+    caps = M.apply(p, state, Action(op="probe_demand_caps", args={"period": 1}))["caps"]
     before = copy.deepcopy(state)
     with pytest.raises(ActionError, match="demand cap of product 1 in period 1"):
         M.apply(p, state, Action(op="set_production", args={"product": 1, "quantity": caps["product 1"] + 1}))
     assert state == before
-    usage = M.apply(p, state, Action(op="probe_usage", args={"product": 2}))["usage_per_unit"]
-    limits = M.apply(p, state, Action(op="probe_resource_limits"))["limits"]
+    usage = M.apply(p, state, Action(op="probe_usage", args={"period": 1, "product": 2}))["usage"]
+    limits = M.apply(p, state, Action(op="probe_resource_limits", args={"period": 1}))["limits"]
+    assert set(usage) == set(limits) and all(name.startswith("resource ") for name in limits)
     tightest = min(limits[name] / use for name, use in usage.items())
     if tightest < caps["product 2"]:
         with pytest.raises(ActionError, match="resource"):
             M.apply(p, state, Action(op="set_production", args={"product": 2, "quantity": tightest * 1.01}))
         assert state == before
+
+
+def test_probes_reveal_any_period_without_changing_the_state():
+    p = _sample(6, 3, 3)
+    state = M.initial_state(p)
+    for t in range(1, p.periods + 1):
+        for k in range(1, p.n_products + 1):
+            j = p.var(t, k)
+            assert M.apply(p, state, Action(op="probe_profit", args={"period": t, "product": k}))["profit"] == p.c[j]
+            assert M.apply(p, state, Action(op="read_profit_sticker",
+                                            args={"period": t, "product": k}))["posted"] == p.sticker_profit[j]
+        caps = M.apply(p, state, Action(op="probe_demand_caps", args={"period": t}))["caps"]
+        assert list(caps.values()) == [p.b_ub[i] for i, row in enumerate(p.A_ub)
+                                       if np.count_nonzero(row) == 1 and np.flatnonzero(row)[0] // p.n_products == t - 1]
+    assert state == M.initial_state(p)
+
+
+def test_the_bulk_plan_sets_a_period_in_one_call_and_cuts_what_does_not_fit():
+    p = _sample(3, 4, 2)
+    state = M.initial_state(p)
+    reply = M.apply(p, state, Action(op="set_plan", args={"quantities": [100.0] * p.n_products}))
+    x = np.asarray([q for period in state["quantities"] for q in period])
+    assert np.all(np.asarray(p.A_ub) @ x <= np.asarray(p.b_ub) + 1e-9)
+    assert reply["cut"] and reply["profit"] == pytest.approx(M.utility(p, state))
+    for bad in ([1.0], [-1.0] * p.n_products, ["x"] * p.n_products, [float("nan")] * p.n_products, 3.0):
+        before = copy.deepcopy(state)
+        with pytest.raises(ActionError):
+            M.apply(p, state, Action(op="set_plan", args={"quantities": bad}))
+        assert state == before
+    solution = M.solve(p)
+    assert [a.op for a in solution.optimal_actions].count("set_production") == 0
+    assert len(solution.optimal_actions) <= 2 * p.periods
 
 
 def test_invalid_actions_raise_and_leave_the_state_unchanged():
@@ -222,6 +258,9 @@ def _random_args(rng: np.random.Generator, op) -> dict:
         if roll < 0.1:
             continue
         high = spec.maximum if spec.maximum is not None else 50
+        if spec.type == "array" and roll > 0.3:
+            args[name] = [float(v) for v in rng.uniform(-0.5, 30, int(rng.integers(1, 6)))]
+            continue
         if roll < 0.2:
             args[name] = ["x", None, True, [1], float("nan")][int(rng.integers(5))] if roll < 0.15 else "7"
         elif spec.type == "number" or roll < 0.3:
@@ -256,3 +295,99 @@ def test_a_thousand_random_actions_raise_nothing_but_action_error():
         assert np.all(x >= 0) and np.all(np.asarray(p.A_ub) @ x <= np.asarray(p.b_ub) + 1e-6)
         assert M.utility(p, state) <= u_star + 1e-6 * max(1.0, abs(u_star))
     assert 0 < errors < 1000
+
+
+# --- issue 15: facts, belief, informed and heuristic agents, tiers, admission ------------------------------------
+
+def _measured_spec(index: int, size: int, horizon: int, tier: str | None = None):
+    from envs.difficulty import measure
+    from setter.spec import build_spec, turn_budget
+    from setter.template import TemplateSetter
+
+    share = M.tiers()[tier].probe_share if tier else 1.0
+    seed = [99, index]
+    params = M.sample(np.random.default_rng(seed), size, horizon)
+    outcome = M.outcome(params)
+    budget = turn_budget(M, params, outcome, share)
+    rendering, _ = TemplateSetter().render(M, params, outcome, f"test/lp/{index}", 1, budget)
+    difficulty, informed, measured = measure(M, params, outcome, budget, share, tier)
+    return build_spec(M, params, outcome, rendering, split="train", size=size, horizon=horizon, seed=seed,
+                      setter="template", model=None, budget=budget, difficulty=difficulty, informed=informed,
+                      measured=measured)
+
+
+@pytest.mark.parametrize("knobs", [(3, 2), (5, 3), (8, 4)])
+def test_the_informed_agent_reaches_one_when_every_probe_fits(knobs):
+    from envs.difficulty import informed_actions
+    from setter.spec import turn_budget
+
+    for i in range(4):
+        p = _sample(700 + i, *knobs)
+        outcome = M.outcome(p)
+        budget = turn_budget(M, p, outcome, 1.0)
+        assert len(M.probe_order(p)) == M.probe_allowance(p)
+        u, turns, errors = M.play(p, informed_actions(M, p, budget), budget)
+        assert errors == 0 and turns <= budget
+        assert u == pytest.approx(outcome.solution.u_star, rel=1e-6)
+
+
+def test_belief_with_every_probe_solves_to_u_star_and_without_probes_uses_no_hidden_value():
+    for i in range(5):
+        p = _sample(720 + i, 4, 3)
+        assert M.solve(M.believed(p, M.probe_order(p))).u_star == pytest.approx(M.solve(p).u_star, rel=1e-9)
+        data = p.model_dump()
+        other = M.params_from_data({**data, "c": [v + 1.0 for v in data["c"]],
+                                    "A_ub": [[a * 1.01 for a in row] if np.count_nonzero(row) > 1 else row
+                                             for row in data["A_ub"]],
+                                    "b_ub": [b * 0.99 for b in data["b_ub"]]})
+        if lp_module._quantity_bound(other) == lp_module._quantity_bound(p):
+            assert M.believed(other, []) == M.believed(p, [])
+        half = M.probe_order(p)[: len(M.probe_order(p)) // 2]
+        M.solve(M.believed(p, half))  # a partial belief is a valid instance
+
+
+def test_heuristics_play_within_the_budget_and_stay_below_u_star():
+    from setter.spec import turn_budget
+
+    for i in range(6):
+        p = _sample(740 + i, 5, 3)
+        outcome = M.outcome(p)
+        budget = turn_budget(M, p, outcome, 0.5)
+        heuristics = M.heuristic_actions(p)
+        assert set(heuristics) == {"posted_fill", "posted_greedy"}
+        for actions in heuristics.values():
+            u, turns, _ = M.play(p, actions, budget)
+            assert turns <= budget
+            assert u <= outcome.solution.u_star + 1e-6 * max(1.0, abs(outcome.solution.u_star))
+            full = M.run(p, actions)
+            assert full <= outcome.solution.u_star + 1e-6 * max(1.0, abs(outcome.solution.u_star))
+
+
+@pytest.mark.parametrize("knobs", [(6, 4), (8, 5), (10, 8)])
+def test_highs_matches_the_dual_by_interior_point_at_the_tier_sizes(knobs):
+    for i in range(3):
+        p = _sample(760 + i, *knobs)
+        ipm, dual = _dual_and_ipm(p)
+        assert M.solve(p).u_star == pytest.approx(ipm, rel=1e-6)
+        assert M.solve(p).u_star == pytest.approx(dual, rel=1e-6)
+
+
+def test_the_tiers_cover_their_cells_and_rendered_environments_are_admitted():
+    from envs.admission import admit
+
+    tiers = M.tiers()
+    assert list(tiers) == ["easy", "medium", "hard", "frontier"]
+    for tier in tiers.values():
+        for size, horizon in tier.grid:
+            assert M.size_range[0] <= size <= M.size_range[1]
+            assert M.horizon_range[0] <= horizon <= M.horizon_range[1]
+    assert tiers["frontier"].probe_share < 1.0
+    admitted = 0
+    for i in range(4):
+        spec = _measured_spec(i, 4, 2)
+        verdict = admit(spec)
+        admitted += verdict.admitted
+        assert verdict.admitted or verdict.check == "C2", verdict.reason
+    assert admitted >= 3
+    frontier = _measured_spec(0, *tiers["frontier"].grid[0], tier="frontier")
+    assert frontier.difficulty.facts_fit < 1.0
