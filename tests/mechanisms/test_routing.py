@@ -12,7 +12,11 @@ import pytest
 
 import mechanisms
 from mechanisms.base import ActionError
-from mechanisms.routing import RoutingParams, _nearest_neighbour
+from envs.admission import admit
+from envs.difficulty import informed_actions
+from mechanisms.routing import HELD_KARP_STOPS, RoutingParams, _held_karp, _milp_route, _nearest_neighbour, _tour_cost
+from setter.spec import turn_budget
+from tests.support import make_spec
 from schemas.envspec import Action
 from setter.corpus import VOCAB_KEYS
 
@@ -74,7 +78,8 @@ def test_contract_shape():
     assert all(op.kind == "info" for op in ops if op.decoy)
     for op in ops:
         for arg in op.args.values():
-            assert arg.type == "integer" and arg.minimum in (0, 1) and arg.maximum == p.stops
+            assert arg.type in ("integer", "array") and arg.minimum in (0, 1) and arg.maximum == p.stops
+    assert [op.name for op in ops if any(a.type == "array" for a in op.args.values())] == ["drive_route"]
     assert M.group == "trained" and M.version == 1
     assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
                for s, h in M.grid())
@@ -158,9 +163,8 @@ def test_the_sampler_understates_exactly_horizon_legs_of_the_posted_route():
 def test_default_is_nearest_neighbour_on_the_posted_map():
     p = _sample(3)
     actions = M.default_actions(p)
-    assert actions[0].op == "read_posted_legs_from"
-    assert actions[-1].op == "return_to_depot"
-    drives = [a.args["stop"] for a in actions if a.op == "drive_to"]
+    assert [a.op for a in actions] == ["drive_route", "return_to_depot"]
+    drives = actions[0].args["stops"]
     assert sorted(drives) == list(range(1, p.stops + 1))
     posted = np.asarray(p.posted_distances)
     here, left = 0, set(range(1, p.stops + 1))
@@ -189,7 +193,8 @@ def test_utility_is_as_if_the_vehicle_went_home_now():
     assert M.utility(p, _drive(p, [1, 2])) == -(2 + 4 + 7)
     state = _drive(p, [2])
     reply = M.apply(p, state, Action(op="finish"))
-    assert reply["return_leg"] == 7 and reply["unvisited_stops"] == 1 and M.finished(state)
+    assert reply["return leg"] == 7 and reply["unvisited stops"] == 1 and M.finished(state)
+    assert reply["total cost"] == 9 + 7 + 20
     assert M.utility(p, state) == -(9 + 7 + 20)
 
 
@@ -198,7 +203,7 @@ def test_undo_and_clear_edit_the_route():
     state = _drive(p, [3, 1, 2])
     M.apply(p, state, Action(op="undo_last_leg"))
     assert state["route"] == [3, 1]
-    assert M.apply(p, state, Action(op="view_route"))["at"] == 1
+    assert M.apply(p, state, Action(op="view_route"))["position"] == 1
     M.apply(p, state, Action(op="clear_route"))
     assert state["route"] == [] and M.utility(p, state) == -p.stops * p.unvisited_penalty
 
@@ -210,9 +215,9 @@ def test_probes_and_the_posted_map_report_the_right_numbers():
         == p.distances[2][5]
     row = M.apply(p, state, Action(op="probe_legs_from", args={"origin": 0}))["distances"]
     assert row == {str(j): p.distances[0][j] for j in range(1, p.stops + 1)}
-    posted = M.apply(p, state, Action(op="read_posted_legs_from", args={"origin": 4}))["posted_distances"]
+    posted = M.apply(p, state, Action(op="read_posted_legs_from", args={"origin": 4}))["posted distances"]
     assert posted["0"] == p.posted_distances[4][0] and "4" not in posted
-    assert M.apply(p, state, Action(op="probe_penalty"))["penalty_per_unvisited_stop"] == p.unvisited_penalty
+    assert M.apply(p, state, Action(op="probe_penalty"))["penalty"] == p.unvisited_penalty
     assert M.apply(p, state, Action(op="list_stops"))["stops"] == list(range(1, p.stops + 1))
     assert state == M.initial_state(p)
 
@@ -265,7 +270,7 @@ def test_posted_map_defaults_to_the_true_distances_and_then_the_default_is_plain
     d = [[0, 1, 5, 9], [1, 0, 2, 5], [5, 2, 0, 1], [9, 5, 1, 0]]
     p = M.params_from_data({"distances": d, "unvisited_penalty": 50})
     assert p.posted_distances == p.distances
-    assert [a.args["stop"] for a in M.default_actions(p) if a.op == "drive_to"] == [1, 2, 3]
+    assert M.default_actions(p)[0].args["stops"] == [1, 2, 3]
 
 
 def test_describe_states_the_whole_instance():
@@ -273,8 +278,12 @@ def test_describe_states_the_whole_instance():
     text = M.describe(p, VOCAB)
     assert f"{p.stops} customer sites" in text and f"{p.unvisited_penalty:g}" in text
     for i in range(p.stops + 1):
-        assert f"from {i}: [{', '.join(f'{x:g}' for x in p.distances[i])}]" in text
-        assert f"from {i}: [{', '.join(f'{x:g}' for x in p.posted_distances[i])}]" in text
+        assert f"from {i}: {' '.join(f'{x:g}' for x in p.distances[i])}" in text
+        assert f"from {i}: {' '.join(f'{x:g}' for x in p.posted_distances[i])}" in text
+    facts = {f.key: f for f in M.facts(p, VOCAB)}
+    assert {"objective", "end", "budget_end"} <= facts.keys()
+    assert facts["legs"].probe == "probe_legs_from" and facts["penalty"].probe == "probe_penalty"
+    assert all(f.numbers == () or f.key == "structure" for f in facts.values() if f.is_rule)
     assert "sticker" in text
     assert set(M.secret_numbers(p)) >= {p.unvisited_penalty, p.distances[0][1]}
     assert set(M.public_numbers(p)) >= set(range(p.stops + 1))
@@ -300,3 +309,125 @@ def test_random_play_never_beats_u_star_and_failed_calls_change_nothing():
             assert state == before
         assert M.utility(p, state) <= u_star
     assert 0 < errors < 1000
+
+
+# --- the MILP beyond Held-Karp --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("i", range(12))
+def test_the_milp_matches_held_karp_and_brute_force(i):
+    rng = np.random.default_rng([19, i])
+    n = int(rng.integers(4, 9)) if i < 6 else int(rng.integers(9, HELD_KARP_STOPS + 1))
+    p = M.sample(rng, n, int(rng.integers(1, 9)))
+    dist = np.asarray(p.distances, dtype=float)
+    route = _milp_route(dist, p.unvisited_penalty)
+    assert sorted(route) == sorted(set(route))
+    expected = -M.solve(p).u_star  # Held-Karp at these sizes
+    assert _tour_cost(dist, p.unvisited_penalty, route) == pytest.approx(expected, abs=1e-9)
+    if n <= 7:
+        assert -_brute_force(p) == pytest.approx(expected, abs=1e-9)
+
+
+def test_the_milp_skips_stops_whose_charge_is_cheaper_on_non_metric_data():
+    rng = np.random.default_rng(7)
+    for _ in range(10):
+        n = int(rng.integers(3, 7))
+        d = rng.integers(1, 80, (n + 1, n + 1)).astype(float)
+        np.fill_diagonal(d, 0)
+        penalty = float(rng.integers(5, 60))
+        p = M.params_from_data({"distances": d.tolist(), "unvisited_penalty": penalty})
+        route = _milp_route(d, penalty)
+        assert min(_tour_cost(d, penalty, route), n * penalty) == pytest.approx(-_brute_force(p), abs=1e-9)
+
+
+@pytest.mark.parametrize("size", [13, 16, 18])
+def test_the_milp_solves_the_large_tiers_exactly_and_fast(size):
+    import time
+
+    for i in range(2):
+        p = _sample(500 + i, size, 8)
+        started = time.perf_counter()
+        solution = M.solve(p)
+        assert time.perf_counter() - started < 5
+        assert "MILP" in solution.solver
+        assert M.run(p, solution.optimal_actions) == solution.u_star
+        assert sorted(solution.facts["route"]) == list(range(1, size + 1))
+        # no single 2-opt move or relocation improves the tour: a cheap necessary check of optimality
+        dist = np.asarray(p.distances, dtype=float)
+        route = solution.facts["route"]
+        best = _tour_cost(dist, p.unvisited_penalty, route)
+        for a in range(len(route)):
+            for b in range(a + 1, len(route)):
+                flipped = route[:a] + route[a:b + 1][::-1] + route[b + 1:]
+                assert _tour_cost(dist, p.unvisited_penalty, flipped) >= best - 1e-9
+    # the Held-Karp table itself still agrees at its largest size
+    p = _sample(600, HELD_KARP_STOPS, 4)
+    cost, _ = _held_karp(np.asarray(p.distances, dtype=float))
+    assert np.isfinite(cost[-1]).all()  # the full set of stops ends anywhere
+
+
+# --- bulk driving, the informed agent, belief, heuristics, admission --------------------------
+
+
+def test_drive_route_drives_a_whole_list_and_refuses_a_visited_stop_as_a_whole():
+    p = M.params_from_data({"distances": [[0, 2, 9], [3, 0, 4], [7, 5, 0]], "unvisited_penalty": 20})
+    state = M.initial_state(p)
+    reply = M.apply(p, state, Action(op="drive_route", args={"stops": [1, 2]}))
+    assert reply["position"] == 2 and reply["distance driven"] == 6 and reply["stops left"] == []
+    state = _drive(p, [2])
+    before = copy.deepcopy(state)
+    for bad in ([1, 2], [1, 1], [], [3], "1", [0]):
+        with pytest.raises(ActionError):
+            M.apply(p, state, Action(op="drive_route", args={"stops": bad}))
+        assert state == before
+    M.apply(p, state, Action(op="return_to_depot"))
+    with pytest.raises(ActionError, match="over"):
+        M.apply(p, state, Action(op="drive_route", args={"stops": [1]}))
+
+
+@pytest.mark.parametrize("knobs", [(5, 1), (8, 3), (12, 6), (15, 8)])
+def test_the_informed_agent_reaches_u_star_when_every_probe_fits(knobs):
+    for i in range(3):
+        p = _sample(700 + i, *knobs)
+        outcome = M.outcome(p)
+        budget = turn_budget(M, p, outcome, 1.0)
+        actions = informed_actions(M, p, budget)
+        assert len(actions) <= budget
+        u, turns, errors = M.play(p, actions, budget)
+        assert errors == 0 and u == pytest.approx(outcome.solution.u_star, abs=1e-9)
+
+
+def test_belief_with_every_probe_is_the_truth_and_without_probes_uses_no_hidden_value():
+    p = _sample(8, 9, 4)
+    everything = M.believed(p, M.probe_order(p))
+    assert everything.distances == p.distances and everything.unvisited_penalty == p.unvisited_penalty
+    assert M.solve(everything).u_star == M.solve(p).u_star
+    changed = M.params_from_data({**p.model_dump(), "distances": (np.asarray(p.distances) * 2).tolist(),
+                                  "unvisited_penalty": p.unvisited_penalty + 100})
+    assert M.believed(p, []) == M.believed(changed, [])
+    # a surveyed row is believed exactly, and its reverse legs come from it
+    row = M.believed(p, [Action(op="probe_legs_from", args={"origin": 3})])
+    assert row.distances[3] == p.distances[3]
+    assert [row.distances[j][3] for j in range(p.stops + 1)] == p.distances[3]
+    assert [a.op for a in M.probe_order(p)].count("probe_legs_from") == p.stops + 1
+
+
+def test_heuristics_play_within_the_idle_and_optimal_utilities():
+    for i in range(6):
+        p = _sample(800 + i, [5, 8, 12][i % 3], 3)
+        outcome = M.outcome(p)
+        budget = turn_budget(M, p, outcome, 1.0)
+        heuristics = M.heuristic_actions(p)
+        assert set(heuristics) == {"posted_tour", "nearest_surveyed"}
+        for name, actions in heuristics.items():
+            u, turns, errors = M.play(p, actions, budget)
+            assert errors == 0 and turns <= budget
+            assert outcome.u_idle - 1e-9 <= u <= outcome.solution.u_star + 1e-9, name
+
+
+def test_a_rendered_environment_passes_admission_with_its_difficulty_measured():
+    verdicts = [admit(make_spec("routing", i)) for i in range(4)]
+    assert sum(v.admitted for v in verdicts) >= 3, [v.reason for v in verdicts]
+    admitted = next(v for v in verdicts if v.admitted)
+    assert admitted.checks["completeness"] == "ok" and admitted.checks["prose"] == "ok"
+    assert admitted.checks["ceiling"] > 0
