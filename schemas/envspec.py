@@ -186,9 +186,9 @@ class EnvSpec(BaseModel):
     difficulty: Difficulty | None = None
 
     def __reduce__(self):
-        # pickled as plain data, rebuilt by pydantic-core: specs cross process boundaries (the stage worker pool) and
-        # Prefect's result store many times per run, and pydantic's per-model pickling hooks run in Python
-        return (EnvSpec.model_validate, (self.model_dump(),))
+        # pickled as its JSON, written and read by pydantic-core: specs cross process boundaries (the stage worker
+        # pool) and Prefect's result store many times per run, and pydantic's per-model pickling hooks run in Python
+        return (EnvSpec.model_validate_json, (self.model_dump_json(),))
 
     def canonical_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
