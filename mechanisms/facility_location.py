@@ -34,11 +34,12 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, require_int
+from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_int_list
+from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.registry import register
 from schemas.envspec import Action, ArgSpec, OperationSpec
 
-MAX_SITES = 12  # the exact enumeration visits 2^m subsets
+MAX_SITES = 16  # the exact enumeration visits 2^m subsets (65,536 at 16 sites, in a few tens of ms)
 MAX_CUSTOMERS = 60
 STICKER_REDRAWS = 24  # the sampler redraws posted figures that would make the default near-optimal
 NEAR_OPTIMAL = 0.97  # ... that is, its position g between idle and optimal above this
@@ -139,17 +140,23 @@ def _plan_cost(p: FacilityParams, open_sites: list[int], assignment: list[int | 
 
 class FacilityLocation(Mechanism[FacilityParams]):
     id = "facility_location"
-    version = 1
+    version = 2
     group = "far_ood_probe"
     summary = "open candidate sites and assign customers to them at least total cost; exact subset enumeration"
     Params = FacilityParams
-    size_range = (4, 30)  # customers
-    horizon_range = (2, 12)  # candidate sites
+    size_range = (4, MAX_CUSTOMERS)  # customers
+    horizon_range = (2, MAX_SITES)  # candidate sites
     default_size = 10
     default_horizon = 6
     difficulty_grid = [(6, 3), (10, 6), (15, 8), (20, 10), (30, 12)]
+    difficulty_tiers = {
+        "easy": Tier(((6, 3), (8, 3)), 1.0),
+        "medium": Tier(((14, 6), (16, 8), (20, 8)), 1.0),
+        "hard": Tier(((20, 10), (25, 12)), 0.5),
+        "frontier": Tier(((30, 14), (32, 16)), 0.3),
+    }
     u0_band = (0.2, 0.97)
-    turn_slack = 1  # tight probe budget: probing every site and customer does not fit
+    turn_slack = 1  # tight probe budget: at the hard and frontier tiers probing every site and customer does not fit
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> FacilityParams:
         n, m = int(size), int(horizon)
@@ -168,13 +175,13 @@ class FacilityLocation(Mechanism[FacilityParams]):
         data = {"demand": demand.tolist(), "open_cost": open_cost.tolist(), "service_cost": service.tolist(),
                 "unserved_penalty": max(penalty, 1.0), "posted_service_cost": posted_service}
         params = FacilityParams(**data, posted_open_cost=self._posted(rng, open_cost))
-        outcome = self.outcome(params)
+        u_star = self.solve(params).u_star  # the truth does not change with the posted figures: solved once
+        u_idle = -params.unserved_penalty * sum(params.demand)
         for _ in range(STICKER_REDRAWS):
-            gap = outcome.solution.u_star - outcome.u_idle
-            if gap <= 0 or (outcome.u0 - outcome.u_idle) / gap <= NEAR_OPTIMAL:
+            u0 = self.run(params, self.default_actions(params))
+            if u_star - u_idle <= 0 or (u0 - u_idle) / (u_star - u_idle) <= NEAR_OPTIMAL:
                 break
             params = FacilityParams(**data, posted_open_cost=self._posted(rng, open_cost))
-            outcome = self.outcome(params)
         return params
 
     @staticmethod
@@ -189,19 +196,15 @@ class FacilityLocation(Mechanism[FacilityParams]):
         costs = _subset_costs(np.asarray(p.open_cost, dtype=float), unit, demand, p.unserved_penalty)
         mask = int(np.argmin(costs))  # ties: the lowest index, so the fewest / lowest-numbered sites
         open_sites = [i + 1 for i in range(p.sites) if mask >> i & 1]
-        actions = [Action(op="open_site", args={"site": i}) for i in open_sites]
-        for j in range(p.customers):
-            site = min(open_sites, key=lambda i: (unit[i - 1, j], i), default=None)
-            if site is not None and demand[j] * unit[site - 1, j] < demand[j] * p.unserved_penalty:
-                actions.append(Action(op="assign_customer", args={"customer": j + 1, "site": site}))
-        actions.append(Action(op="commit_plan"))
+        assignment = _cheapest(open_sites, unit, p.unserved_penalty)
+        actions = plan_actions(open_sites, assignment)
         state = self.initial_state(p)
         for action in actions:
             self.apply(p, state, action)
         u_star = self.utility(p, state)
         if abs(-u_star - float(costs[mask])) > 1e-9 * max(1.0, abs(u_star)):
             raise RuntimeError(f"replayed plan costs {-u_star}, the enumeration found {costs[mask]}")
-        served = sum(1 for a in actions if a.op == "assign_customer")
+        served = sum(site is not None for site in assignment)
         facts = {"sites": p.sites, "customers": p.customers, "subsets": 1 << p.sites, "open_sites": open_sites,
                  "served": served, "unserved": p.customers - served, "total_cost": -u_star}
         return Solution(u_star, actions, "exhaustive enumeration of open-site subsets, cheapest option per "
@@ -212,47 +215,34 @@ class FacilityLocation(Mechanism[FacilityParams]):
 
         Starting with nothing open, repeatedly open the site that lowers the posted total the most (posted
         opening quotes plus every customer served at the posted rate of its nearest open site; with no
-        site open, the penalty), until no site lowers it; never probes.
+        site open, the penalty), until no site lowers it; never probes. Bulk calls: one to open, one per
+        open site to serve its customers, one to commit.
         """
         p = params
         posted = np.asarray(p.posted_service_cost, dtype=float)
-        demand = np.asarray(p.demand, dtype=float)
-        chosen: list[int] = []
-
-        def posted_total(sites: list[int]) -> float:
-            nearest = posted[sites].min(axis=0)
-            return float(sum(p.posted_open_cost[i] for i in sites) + demand @ nearest)
-
-        current = float(p.unserved_penalty * demand.sum())
-        while len(chosen) < p.sites:
-            options = [(posted_total([*chosen, i]), i) for i in range(p.sites) if i not in chosen]
-            value, site = min(options)
-            if value >= current - 1e-9 * max(1.0, abs(current)):
-                break
-            chosen.append(site)
-            current = value
-        actions = [Action(op="read_posted_opening_cost", args={"site": 1})]
-        actions += [Action(op="open_site", args={"site": i + 1}) for i in chosen]
-        for j in range(p.customers):
-            if chosen:
-                site = min(chosen, key=lambda i: (posted[i, j], i))
-                actions.append(Action(op="assign_customer", args={"customer": j + 1, "site": site + 1}))
-        actions.append(Action(op="commit_plan"))
-        return actions
+        chosen = _greedy_open(np.asarray(p.posted_open_cost, dtype=float), posted, np.asarray(p.demand, dtype=float),
+                              p.unserved_penalty, serve_everyone=True)
+        assignment = _cheapest(chosen, posted, math.inf)
+        return plan_actions(chosen, assignment)
 
     def operations(self, params: FacilityParams) -> list[OperationSpec]:
         p = params
         site = {"site": ArgSpec(type="integer", description="site number", minimum=1, maximum=p.sites)}
+        sites = {"sites": ArgSpec(type="array", items="integer", description="site numbers", minimum=1,
+                                  maximum=p.sites, max_items=p.sites)}
         customer = {"customer": ArgSpec(type="integer", description="customer number", minimum=1,
                                         maximum=p.customers)}
+        customers = {"customers": ArgSpec(type="array", items="integer", description="customer numbers",
+                                          minimum=1, maximum=p.customers, max_items=p.customers)}
         return [
             OperationSpec(name="probe_opening_cost", kind="probe", args=site,
                           summary="the true cost of opening one site"),
             OperationSpec(name="probe_service_costs", kind="probe", args=customer,
                           summary="the true cost per unit of serving one customer from every site"),
             OperationSpec(name="read_posted_opening_cost", kind="info", args=site, decoy=True,
-                          summary="the posted opening quote of one site"),
+                          estimates="opening_cost", summary="the posted opening quote of one site"),
             OperationSpec(name="read_posted_rates", kind="info", args=customer, decoy=True,
+                          estimates="cost_per_unit_from",
                           summary="the posted rate per unit of serving one customer from every site"),
             OperationSpec(name="list_sites", kind="info", summary="the site numbers and which are open"),
             OperationSpec(name="list_customers", kind="info", summary="the customer numbers and their demands"),
@@ -260,11 +250,11 @@ class FacilityLocation(Mechanism[FacilityParams]):
                           summary="the penalty per unit of demand of a customer left unserved"),
             OperationSpec(name="view_plan", kind="info",
                           summary="the open sites, which site serves each customer and who is unserved"),
-            OperationSpec(name="open_site", kind="decision", args=site, summary="open one site"),
+            OperationSpec(name="open_sites", kind="decision", args=sites, summary="open one or more sites"),
             OperationSpec(name="close_site", kind="decision", args=site,
                           summary="close one open site; its customers become unserved"),
-            OperationSpec(name="assign_customer", kind="decision", args={**customer, **site},
-                          summary="serve one customer from an open site (moves it if it is served elsewhere)"),
+            OperationSpec(name="serve_customers", kind="decision", args={**customers, **site},
+                          summary="serve one or more customers from an open site (moves those served elsewhere)"),
             OperationSpec(name="unassign_customer", kind="decision", args=customer,
                           summary="leave one customer unserved"),
             OperationSpec(name="clear_plan", kind="decision", summary="close every site and unassign everyone"),
@@ -274,6 +264,13 @@ class FacilityLocation(Mechanism[FacilityParams]):
 
     def initial_state(self, params: FacilityParams) -> dict[str, Any]:
         return {"open": [], "assignment": [None] * params.customers, "committed": False, "finished": False}
+
+    def _ledger(self, p: FacilityParams, state: dict[str, Any]) -> dict[str, Any]:
+        """The plan's outcome as a ledger states it: what is open, who is served, and the total cost."""
+        served = sum(site is not None for site in state["assignment"])
+        unserved = [j + 1 for j, site in enumerate(state["assignment"]) if site is None]
+        return {"open_sites": list(state["open"]), "served_count": served, "unserved_list": unserved,
+                "total_cost": round(-self.utility(p, state), 6)}
 
     def apply(self, params: FacilityParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
         p, op, args = params, action.op, action.args
@@ -292,21 +289,22 @@ class FacilityLocation(Mechanism[FacilityParams]):
             return {"customer": j, "posted_rate_per_unit_from": {f"site {i + 1}": p.posted_service_cost[i][j - 1]
                                                                  for i in range(p.sites)}}
         if op == "list_sites":
-            return {"sites": list(range(1, p.sites + 1)), "open": list(state["open"])}
+            return {"sites": list(range(1, p.sites + 1)), "open_sites": list(state["open"])}
         if op == "list_customers":
-            return {"demand": {f"customer {j + 1}": p.demand[j] for j in range(p.customers)}}
+            return {"demand_of": {f"customer {j + 1}": p.demand[j] for j in range(p.customers)}}
         if op == "service_terms":
             return {"unserved_penalty_per_unit": p.unserved_penalty}
         if op == "view_plan":
             served = {f"customer {j + 1}": site for j, site in enumerate(state["assignment"]) if site is not None}
             unserved = [j + 1 for j, site in enumerate(state["assignment"]) if site is None]
-            return {"open_sites": list(state["open"]), "served_from": served, "unserved": unserved}
-        if op == "open_site":
-            i = _require_int(args, "site", 1, p.sites)
-            if i in state["open"]:
-                raise ActionError(f"site {i} is already open")
-            state["open"] = sorted([*state["open"], i])
-            return {"open_sites": list(state["open"])}
+            return {"open_sites": list(state["open"]), "served_from": served, "unserved_list": unserved}
+        if op == "open_sites":
+            chosen = require_int_list(args, "sites", 1, p.sites)
+            already = [i for i in chosen if i in state["open"]]
+            if already:
+                raise ActionError(f"site {already[0]} is already open")
+            state["open"] = sorted([*state["open"], *chosen])
+            return {"opened": sorted(chosen), "open_sites": list(state["open"])}
         if op == "close_site":
             i = _require_int(args, "site", 1, p.sites)
             if i not in state["open"]:
@@ -315,66 +313,186 @@ class FacilityLocation(Mechanism[FacilityParams]):
             dropped = [j + 1 for j, site in enumerate(state["assignment"]) if site == i]
             state["assignment"] = [None if site == i else site for site in state["assignment"]]
             return {"open_sites": list(state["open"]), "now_unserved": dropped}
-        if op == "assign_customer":
-            j = _require_int(args, "customer", 1, p.customers)
+        if op == "serve_customers":
+            chosen = require_int_list(args, "customers", 1, p.customers)
             i = _require_int(args, "site", 1, p.sites)
             if i not in state["open"]:
                 raise ActionError(f"site {i} is not open; open it first")
-            if state["assignment"][j - 1] == i:
-                raise ActionError(f"customer {j} is already served from site {i}")
-            state["assignment"][j - 1] = i
-            return {"customer": j, "site": i}
+            for j in chosen:
+                state["assignment"][j - 1] = i
+            return {"site": i, "now_served": sorted(chosen)}
         if op == "unassign_customer":
             j = _require_int(args, "customer", 1, p.customers)
             if state["assignment"][j - 1] is None:
                 raise ActionError(f"customer {j} is not served")
             state["assignment"][j - 1] = None
-            return {"customer": j, "unserved": True}
+            return {"customer": j, "unserved_list": [k + 1 for k, s in enumerate(state["assignment"]) if s is None]}
         if op == "clear_plan":
             state["open"] = []
             state["assignment"] = [None] * p.customers
-            return {"cleared": True}
+            return {"open_sites": [], "unserved_list": list(range(1, p.customers + 1))}
         if op == "commit_plan":
             state.update(committed=True, finished=True)
-            return {"open_sites": list(state["open"]), "finished": True}
+            return {**self._ledger(p, state), "finished": True}
         if op == "finish":
             state["finished"] = True
-            return {"open_sites": list(state["open"]), "finished": True}
+            return {**self._ledger(p, state), "finished": True}
         raise ActionError(f"unknown operation {op!r}")
 
     def utility(self, params: FacilityParams, state: dict[str, Any]) -> float:
         return -_plan_cost(params, state["open"], state["assignment"])
 
-    def describe(self, params: FacilityParams, vocab: dict[str, str]) -> str:
+    def facts(self, params: FacilityParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
-        parts = [
-            f"There are {p.sites} candidate {v['sites']} and {p.customers} {v['customers']}. Opening a "
-            f"{v['site']} costs a fixed amount; each {v['customer']} can be served from one open {v['site']} "
-            f"at a cost per unit of demand that depends on the {v['site']}, or left unserved at a penalty of "
-            f"{p.unserved_penalty:g} {v['currency']} per unit of demand. The goal is the lowest total cost "
-            f"(opening plus service plus penalties)."
+        demands = "; ".join(f"{j + 1}: {p.demand[j]:g}" for j in range(p.customers))
+        opening = "; ".join(f"{i + 1}: {p.open_cost[i]:g}" for i in range(p.sites))
+        quotes = "; ".join(f"{i + 1}: {p.posted_open_cost[i]:g}" for i in range(p.sites))
+        rows = "; ".join(f"{j + 1}: " + " ".join(f"{p.service_cost[i][j]:g}" for i in range(p.sites))
+                         for j in range(p.customers))
+        return [
+            rule("structure", f"There are {p.sites} {v['sites']} that may open, numbered 1 to {p.sites}, and "
+                 f"{p.customers} {v['customers']}, numbered 1 to {p.customers}.", p.sites, p.customers),
+            rule("demand", f"The demand of each of the {v['customers']}, in units: {demands}.", *p.demand),
+            rule("penalty", f"Each {v['customer']} left unserved costs {p.unserved_penalty:g} {v['currency']} per "
+                 "unit of its demand.", p.unserved_penalty),
+            probed("opening_costs", "probe_opening_cost", f"The true cost of opening each {v['site']}, in "
+                   f"{v['currency']}: {opening}.", p.open_cost),
+            probed("service_costs", "probe_service_costs", f"The true cost per unit of demand of serving each "
+                   f"{v['customer']}, from {v['sites']} 1 to {p.sites} in order, in {v['currency']}: {rows}.",
+                   [x for row in p.service_cost for x in row]),
+            probed("quotes", "read_posted_opening_cost", f"The {v['sticker']} quotes these opening costs in "
+                   f"{v['currency']} (an outside estimate, not the true cost): {quotes}.", p.posted_open_cost),
+            rule("constraints", f"Every {v['site']} must be open before it serves anyone; each {v['customer']} is "
+                 f"served from at most one open {v['site']}, and serving it from another moves it there; closing "
+                 f"any {v['site']} leaves its {v['customers']} unserved. An open {v['site']} costs its opening cost "
+                 "whether or not it serves anyone."),
+            rule(OBJECTIVE, f"Your result is minus the total cost in {v['currency']}: the opening costs of the "
+                 f"open {v['sites']}, plus, for each served {v['customer']}, its demand times the cost per unit of "
+                 f"serving it from its {v['site']}, plus, for each unserved {v['customer']}, its demand times "
+                 f"{p.unserved_penalty:g}.", p.unserved_penalty),
+            rule(END, "Committing the plan ends the episode, and so does walking away; either way the plan as it "
+                 "stands counts."),
+            rule(BUDGET_END, "If the turns run out before you commit, the plan as it stands counts: its open "
+                 f"{v['sites']}, its served {v['customers']} and its unserved ones."),
         ]
-        opening = "; ".join(f"{i + 1}: {p.open_cost[i]:g} (quoted {p.posted_open_cost[i]:g})" for i in range(p.sites))
-        parts.append(f"Opening cost of each {v['site']}, with the {v['sticker']} quote in brackets: {opening}.")
-        parts.append(f"Per {v['customer']}: its demand, then its cost per unit of demand from {v['sites']} 1 to "
-                     f"{p.sites} in order.")
-        rows = [f"{j + 1} (demand {p.demand[j]:g}): " + " ".join(f"{p.service_cost[i][j]:g}" for i in range(p.sites))
-                for j in range(p.customers)]
-        parts.append("; ".join(rows) + ".")
-        parts.append(f"The {v['sticker']} quotes and the posted rates (straight-line estimates, readable with a "
-                     f"tool) are not the true costs.")
-        return " ".join(parts)
+
+    def probe_order(self, params: FacilityParams) -> list[Action]:
+        """Every probe, largest expected error first: a site's opening quote is off by about half of itself, a
+        row of rates by about a third of the demand times its cheapest posted rate."""
+        p = params
+        posted = np.asarray(p.posted_service_cost, dtype=float)
+        scored = [(0.5 * p.posted_open_cost[i], 0, i + 1) for i in range(p.sites)]
+        scored += [(0.35 * p.demand[j] * float(posted[:, j].min()), 1, j + 1) for j in range(p.customers)]
+        scored.sort(key=lambda t: (-t[0], t[1], t[2]))
+        return [Action(op="probe_opening_cost", args={"site": k}) if kind == 0 else
+                Action(op="probe_service_costs", args={"customer": k}) for _, kind, k in scored]
+
+    def believed(self, params: FacilityParams, probed: list[Action]) -> FacilityParams:
+        """Probed opening costs and rows of service costs are true; an unprobed opening cost is its quote; an
+        unprobed service cost is the posted rate scaled by the site's road factor, read off the probed rows (the
+        median ratio of true to posted rate above the fixed 1 per unit; 1 when no row is probed)."""
+        p = params
+        surveyed = {a.args["site"] for a in probed if a.op == "probe_opening_cost"}
+        rows = sorted({a.args["customer"] for a in probed if a.op == "probe_service_costs"})
+        open_cost = [p.open_cost[i] if i + 1 in surveyed else p.posted_open_cost[i] for i in range(p.sites)]
+        service = []
+        for i in range(p.sites):
+            ratios = [(p.service_cost[i][j - 1] - 1.0) / (p.posted_service_cost[i][j - 1] - 1.0)
+                      for j in rows if p.posted_service_cost[i][j - 1] > 1.5]
+            factor = float(np.median(ratios)) if ratios else 1.0
+            service.append([p.service_cost[i][j] if j + 1 in rows else
+                            round(max(0.0, (p.posted_service_cost[i][j] - 1.0) * factor + 1.0), 6)
+                            for j in range(p.customers)])
+        return p.model_copy(update={"open_cost": open_cost, "service_cost": service})
+
+    def heuristic_actions(self, params: FacilityParams) -> dict[str, list[Action]]:
+        """nearest_surveyed: survey every opening cost and every row of service costs, then serve each of the
+        customers from its cheapest site (opening those sites, whatever they cost to open), or leave it unserved
+        where the penalty is cheaper. one_site_surveyed: the same surveys, then open the one site that is
+        cheapest on its own. greedy_quotes_surveyed: survey the opening costs only, then open sites greedily (the
+        one that lowers the total most, while one does) on them and the posted rates, and serve everyone at the
+        cheapest open site by the posted rates."""
+        p = params
+        demand = np.asarray(p.demand, dtype=float)
+        unit = np.asarray(p.service_cost, dtype=float)
+        posted = np.asarray(p.posted_service_cost, dtype=float)
+        opening = np.asarray(p.open_cost, dtype=float)
+        openings = [Action(op="probe_opening_cost", args={"site": i}) for i in range(1, p.sites + 1)]
+        rows = [Action(op="probe_service_costs", args={"customer": j}) for j in range(1, p.customers + 1)]
+        nearest = sorted({int(np.argmin(unit[:, j])) + 1 for j in range(p.customers)
+                          if unit[:, j].min() < p.unserved_penalty})
+        alone = min(range(p.sites), key=lambda i: (opening[i] + demand @ np.minimum(unit[i], p.unserved_penalty), i))
+        greedy = _greedy_open(opening, posted, demand, p.unserved_penalty)
+        big = sorted(range(p.customers), key=lambda j: (-p.demand[j], j))[: (p.customers + 2) // 3]
+        mixed = posted.copy()
+        mixed[:, big] = unit[:, big]
+        greedy_big = _greedy_open(np.asarray(p.posted_open_cost, dtype=float), mixed, demand, p.unserved_penalty)
+        return {
+            "nearest_surveyed": [*openings, *rows,
+                                 *plan_actions(nearest, _cheapest(nearest, unit, p.unserved_penalty))],
+            "one_site_surveyed": [*openings, *rows,
+                                  *plan_actions([alone + 1], _cheapest([alone + 1], unit, p.unserved_penalty))],
+            "greedy_quotes_surveyed": [*openings, *plan_actions(greedy, _cheapest(greedy, posted, p.unserved_penalty))],
+            "greedy_big_surveyed": [*(rows[j] for j in big),
+                                    *plan_actions(greedy_big, _cheapest(greedy_big, mixed, p.unserved_penalty))],
+        }
 
     def secret_numbers(self, params: FacilityParams) -> list[float]:
         p = params
         return [*(x for x in p.open_cost if x != 0), *(x for row in p.service_cost for x in row if x != 0)]
 
     def probe_allowance(self, params: FacilityParams) -> int:
-        return (params.sites + params.customers) // 2
+        """Every opening cost and every row of service costs (the tiers grant a share of it)."""
+        return params.sites + params.customers
 
     def public_numbers(self, params: FacilityParams) -> list[float]:
         p = params
-        return [p.sites, p.customers, *range(1, max(p.sites, p.customers) + 1)]
+        return [p.sites, p.customers, *range(1, max(p.sites, p.customers) + 1), *p.demand, p.unserved_penalty]
+
+
+def _cheapest(open_sites: list[int], unit: np.ndarray, penalty: float) -> list[int | None]:
+    """Each customer's cheapest open site (1-based; ties: the lowest number), or None where the penalty is
+    cheaper."""
+    assignment: list[int | None] = []
+    for j in range(unit.shape[1]):
+        site = min(open_sites, key=lambda i: (unit[i - 1, j], i), default=None)
+        assignment.append(site if site is not None and unit[site - 1, j] < penalty else None)
+    return assignment
+
+
+def _greedy_open(open_cost: np.ndarray, unit: np.ndarray, demand: np.ndarray, penalty: float,
+                 serve_everyone: bool = False) -> list[int]:
+    """Greedy opening (1-based sites): repeatedly open the site that lowers the total most, while one does. The
+    total serves each customer at its cheapest open site, or at the penalty (always, with nothing open; else only
+    where cheaper, unless `serve_everyone`)."""
+    m = unit.shape[0]
+    chosen: list[int] = []
+
+    def total(sites: list[int]) -> float:
+        nearest = unit[sites].min(axis=0)
+        if not serve_everyone:
+            nearest = np.minimum(nearest, penalty)
+        return float(sum(open_cost[i] for i in sites) + demand @ nearest)
+
+    current = float(penalty * demand.sum())
+    while len(chosen) < m:
+        value, site = min((total([*chosen, i]), i) for i in range(m) if i not in chosen)
+        if value >= current - 1e-9 * max(1.0, abs(current)):
+            break
+        chosen.append(site)
+        current = value
+    return sorted(i + 1 for i in chosen)
+
+
+def plan_actions(open_sites: list[int], assignment: list[int | None]) -> list[Action]:
+    """A plan in bulk calls: open every site at once, serve each open site's customers at once, commit."""
+    actions = [Action(op="open_sites", args={"sites": list(open_sites)})] if open_sites else []
+    for i in open_sites:
+        served = [j + 1 for j, site in enumerate(assignment) if site == i]
+        if served:
+            actions.append(Action(op="serve_customers", args={"customers": served, "site": i}))
+    actions.append(Action(op="commit_plan"))
+    return actions
 
 
 register(FacilityLocation())

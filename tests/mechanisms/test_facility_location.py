@@ -1,5 +1,6 @@
-"""facility_location: determinism, exactness against assignment brute force and a plain subset enumeration,
-replay, the default's band, the probe budget, validation of data, refusals, fuzzing."""
+"""facility_location: determinism, exactness against assignment brute force, a plain subset enumeration and HiGHS,
+replay, the default's band, the probe budget, the bulk decisions, facts, belief, the informed and heuristic agents,
+tiers and admission, validation of data, refusals, fuzzing."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import numpy as np
 import pytest
 
 import mechanisms
+from envs.difficulty import informed_actions
 from mechanisms.base import ActionError
 from mechanisms.facility_location import FacilityParams
+from setter.spec import turn_budget
 from schemas.envspec import Action
 from setter.corpus import VOCAB_KEYS
 from tests.mechanisms.references.facility_location import reference as brute_force
@@ -62,31 +65,52 @@ def test_contract_shape():
     assert "finish" in names and len(names) == len(ops)
     for op in ops:
         for name, arg in op.args.items():
-            assert arg.type == "integer" and arg.minimum == 1
-            assert arg.maximum == (p.sites if name == "site" else p.customers)
-    assert M.group == "far_ood_probe" and M.version == 1
+            assert arg.minimum == 1 and arg.type == ("array" if name.endswith("s") else "integer")
+            assert arg.maximum == (p.sites if name.startswith("site") else p.customers)
+            if arg.type == "array":
+                assert arg.items == "integer" and arg.max_items == arg.maximum
+    assert {op.name: op.estimates for op in ops if op.decoy} == {"read_posted_opening_cost": "opening_cost",
+                                                                "read_posted_rates": "cost_per_unit_from"}
+    assert M.group == "far_ood_probe" and M.version == 2
     assert 3 <= len(M.grid()) <= 6
     for size, horizon in M.grid():
         assert M.size_range[0] <= size <= M.size_range[1] and M.horizon_range[0] <= horizon <= M.horizon_range[1]
     json.dumps(M.initial_state(p))
 
 
-def test_the_probe_budget_is_about_half_of_probing_everything():
+def test_the_probe_allowance_is_every_probe_and_the_tiers_grant_a_share_of_it():
     for knobs in M.grid():
         p = _sample(1, *knobs)
-        everything = p.sites + p.customers  # one probe per site, one per customer
-        assert everything / 2 - 1 < M.probe_allowance(p) <= everything / 2
+        assert M.probe_allowance(p) == p.sites + p.customers == len(M.probe_order(p))
         assert sum(op.kind == "probe" for op in M.operations(p)) == 2
+    tiers = M.tiers()
+    assert tiers["easy"].probe_share == tiers["medium"].probe_share == 1.0
+    assert 0 < tiers["frontier"].probe_share < tiers["hard"].probe_share < 1.0
+    for tier in tiers.values():
+        for size, horizon in tier.grid:
+            assert M.size_range[0] <= size <= M.size_range[1] and M.horizon_range[0] <= horizon <= M.horizon_range[1]
 
 
-def test_describe_states_the_whole_instance():
+def test_facts_state_the_whole_instance_and_the_rules():
+    from mechanisms.facts import REQUIRED_RULES
+
     p = _sample(2)
+    facts = M.facts(p, VOCAB)
     text = M.describe(p, VOCAB)
-    assert f"{p.sites} candidate sites" in text and f"{p.customers} customers" in text
+    assert f"{p.sites} sites" in text and f"{p.customers} customers" in text
     for value in [*p.demand, *p.open_cost, *p.posted_open_cost, p.unserved_penalty,
                   *(x for row in p.service_cost for x in row)]:
         assert f"{value:g}" in text
-    assert set(M.secret_numbers(p)) >= set(p.open_cost) - {0.0}
+    keys = {fact.key for fact in facts}
+    assert set(REQUIRED_RULES) <= keys and {"opening_costs", "service_costs", "penalty", "demand"} <= keys
+    public = {round(x, 6) for x in M.public_numbers(p)}
+    covered = {round(x, 6) for fact in facts for x in fact.numbers}
+    assert {round(x, 6) for x in M.secret_numbers(p)} - public <= covered
+    for fact in facts:
+        if fact.is_rule:
+            assert {round(x, 6) for x in fact.numbers} <= public
+    objective = next(f for f in facts if f.key == "objective").statement
+    assert "minus the total cost" in objective and f"{p.unserved_penalty:g}" in objective
 
 
 @pytest.mark.parametrize("knobs", [(4, 2), (5, 3), (6, 3), (4, 4), (7, 2)])
@@ -116,14 +140,46 @@ def test_edge_cases_penalty_cheaper_than_service_and_free_sites():
     assert solution.u_star == pytest.approx(brute_force(M, mixed))
 
 
-@pytest.mark.parametrize("knobs", [(10, 6), (4, 2), (6, 3), (15, 8), (20, 10), (30, 12)])
-def test_replay_of_optimal_actions_gives_u_star_exactly(knobs):
-    for i in range(4):
+@pytest.mark.parametrize("knobs", [(10, 6), (4, 2), (6, 3), (15, 8), (20, 10), (30, 12), (30, 14), (32, 16)])
+def test_replay_of_optimal_actions_gives_u_star_exactly_in_bulk_calls(knobs):
+    for i in range(4 if knobs[1] < 14 else 2):
         p = _sample(100 + i, *knobs)
         solution = M.solve(p)
         assert M.run(p, solution.optimal_actions) == solution.u_star
-        assert solution.optimal_actions[-1].op == "commit_plan"
+        ops = [a.op for a in solution.optimal_actions]
+        assert ops[-1] == "commit_plan" and ops.count("open_sites") <= 1
+        assert len(ops) <= len(solution.facts["open_sites"]) + 2  # one open, one serve per open site, commit
         assert -solution.u_star == pytest.approx(solution.facts["total_cost"])
+
+
+def _highs_optimum(p: FacilityParams) -> float:
+    """The optimum by HiGHS: open y_i, serve x_ij or leave unserved z_j (an independent method at large sizes)."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    m, n = p.sites, p.customers
+    cost = np.concatenate([p.open_cost, (np.asarray(p.service_cost) * np.asarray(p.demand)[None, :]).ravel(),
+                           p.unserved_penalty * np.asarray(p.demand)])
+    rows, low, high = [], [], []
+    for j in range(n):  # each customer served once or unserved
+        row = np.zeros(m + m * n + n)
+        row[[m + i * n + j for i in range(m)]] = 1
+        row[m + m * n + j] = 1
+        rows.append(row), low.append(1), high.append(1)
+    for i in range(m):
+        for j in range(n):  # served only from an open site
+            row = np.zeros(m + m * n + n)
+            row[m + i * n + j], row[i] = 1, -1
+            rows.append(row), low.append(-np.inf), high.append(0)
+    result = milp(cost, constraints=LinearConstraint(np.array(rows), low, high), integrality=np.ones(len(cost)),
+                  bounds=Bounds(0, 1))
+    return -float(result.fun)
+
+
+@pytest.mark.parametrize("knobs", [(30, 14), (32, 16)])
+def test_solver_matches_highs_at_the_frontier_sizes(knobs):
+    for i in range(2):
+        p = _sample(300 + i, *knobs)
+        assert M.solve(p).u_star == pytest.approx(_highs_optimum(p), rel=1e-7)
 
 
 def test_default_trusts_the_posted_figures_and_sits_inside_the_band():
@@ -134,40 +190,64 @@ def test_default_trusts_the_posted_figures_and_sits_inside_the_band():
         o = M.outcome(p)
         assert o.u_idle == pytest.approx(-p.unserved_penalty * sum(p.demand), rel=1e-12)
         ops = [a.op for a in o.default_actions]
-        assert ops[0] == "read_posted_opening_cost" and not any(op.startswith("probe") for op in ops)
-        opened = [a.args["site"] for a in o.default_actions if a.op == "open_site"]
+        assert not any(op.startswith("probe") for op in ops) and ops[-1] == "commit_plan"
+        opened = [s for a in o.default_actions if a.op == "open_sites" for s in a.args["sites"]]
+        served = set()
         for action in o.default_actions:
-            if action.op == "assign_customer":  # nearest open site by the posted rate
-                j = action.args["customer"] - 1
-                assert p.posted_service_cost[action.args["site"] - 1][j] == min(
-                    p.posted_service_cost[s - 1][j] for s in opened)
+            if action.op == "serve_customers":  # nearest open site by the posted rate
+                for customer in action.args["customers"]:
+                    served.add(customer)
+                    assert p.posted_service_cost[action.args["site"] - 1][customer - 1] == min(
+                        p.posted_service_cost[s - 1][customer - 1] for s in opened)
+        assert not opened or served == set(range(1, p.customers + 1))
         g = (o.u0 - o.u_idle) / (o.solution.u_star - o.u_idle)
         inside += low <= g <= high and o.u0 < o.solution.u_star
     assert inside >= 85
 
 
-def test_dynamics_open_assign_move_close_and_costs():
+def test_dynamics_open_serve_move_close_and_costs():
     p = M.params_from_data(_data())
     state = M.initial_state(p)
     assert M.utility(p, state) == -8.0 * 6
-    M.apply(p, state, Action(op="open_site", args={"site": 2}))
+    assert M.apply(p, state, Action(op="open_sites", args={"sites": [2]}))["open_sites"] == [2]
     assert M.utility(p, state) == -(4 + 8 * 6)
-    M.apply(p, state, Action(op="assign_customer", args={"customer": 1, "site": 2}))
+    M.apply(p, state, Action(op="serve_customers", args={"customers": [1], "site": 2}))
     assert M.utility(p, state) == -(4 + 2 * 5 + 8 * 4)
-    M.apply(p, state, Action(op="open_site", args={"site": 1}))
-    M.apply(p, state, Action(op="assign_customer", args={"customer": 1, "site": 1}))  # moved
+    M.apply(p, state, Action(op="open_sites", args={"sites": [1]}))
+    M.apply(p, state, Action(op="serve_customers", args={"customers": [1], "site": 1}))  # moved
     assert state["assignment"] == [1, None, None]
-    M.apply(p, state, Action(op="assign_customer", args={"customer": 2, "site": 2}))
+    M.apply(p, state, Action(op="serve_customers", args={"customers": [2], "site": 2}))
     plan = M.apply(p, state, Action(op="view_plan"))
-    assert plan == {"open_sites": [1, 2], "served_from": {"customer 1": 1, "customer 2": 2}, "unserved": [3]}
+    assert plan == {"open_sites": [1, 2], "served_from": {"customer 1": 1, "customer 2": 2}, "unserved_list": [3]}
     closed = M.apply(p, state, Action(op="close_site", args={"site": 1}))
     assert closed["now_unserved"] == [1] and state["assignment"] == [None, 2, None]
     M.apply(p, state, Action(op="unassign_customer", args={"customer": 2}))
     assert M.utility(p, state) == -(4 + 8 * 6)
     M.apply(p, state, Action(op="clear_plan"))
     assert state == M.initial_state(p)
-    M.apply(p, state, Action(op="commit_plan"))
-    assert M.finished(state)
+    ledger = M.apply(p, state, Action(op="commit_plan"))
+    assert M.finished(state) and ledger["total_cost"] == 8.0 * 6 and ledger["unserved_list"] == [1, 2, 3]
+
+
+def test_bulk_decisions_open_many_sites_and_serve_many_customers_in_one_call():
+    p = M.params_from_data(_data())
+    state = M.initial_state(p)
+    assert M.apply(p, state, Action(op="open_sites", args={"sites": [2, 1]})) == {"opened": [1, 2],
+                                                                                  "open_sites": [1, 2]}
+    M.apply(p, state, Action(op="serve_customers", args={"customers": [3, 2], "site": 2}))
+    M.apply(p, state, Action(op="serve_customers", args={"customers": [1], "site": 1}))
+    assert state["assignment"] == [1, 2, 2]
+    assert M.utility(p, state) == -(10 + 4 + 2 * 1 + 3 * 1 + 1 * 1)
+    for bad in ({"sites": []}, {"sites": [1, 1]}, {"sites": [3]}, {"sites": 1}, {"sites": [1]}):  # [1]: open
+        before = copy.deepcopy(state)
+        with pytest.raises(ActionError):
+            M.apply(p, state, Action(op="open_sites", args=bad))
+        assert state == before
+    closed = M.initial_state(p)
+    for bad in ({"customers": [1, 2], "site": 1}, {"customers": [4], "site": 1}, {"customers": [], "site": 1}):
+        with pytest.raises(ActionError):
+            M.apply(p, closed, Action(op="serve_customers", args=bad))
+        assert closed == M.initial_state(p)
 
 
 def test_probes_reveal_the_hidden_groups_and_the_decoys_the_posted_ones():
@@ -181,7 +261,7 @@ def test_probes_reveal_the_hidden_groups_and_the_decoys_the_posted_ones():
     posted = M.apply(p, state, Action(op="read_posted_rates", args={"customer": 3}))["posted_rate_per_unit_from"]
     assert list(posted.values()) == [p.posted_service_cost[i][2] for i in range(p.sites)]
     assert M.apply(p, state, Action(op="service_terms"))["unserved_penalty_per_unit"] == p.unserved_penalty
-    assert list(M.apply(p, state, Action(op="list_customers"))["demand"].values()) == p.demand
+    assert list(M.apply(p, state, Action(op="list_customers"))["demand_of"].values()) == p.demand
     assert state == M.initial_state(p)
 
 
@@ -193,20 +273,18 @@ def test_invalid_actions_raise_and_leave_the_state_unchanged():
     open_site = planned["open"][0]
     closed_site = next(i for i in range(1, p.sites + 1) if i not in planned["open"])
     served = next(j for j, s in enumerate(planned["assignment"], start=1) if s is not None)
-    bad = [Action(op="no_such_op"), Action(op="open_site"), Action(op="open_site", args={"site": 0}),
-           Action(op="open_site", args={"site": p.sites + 1}), Action(op="open_site", args={"site": "1"}),
-           Action(op="open_site", args={"site": 1.5}), Action(op="open_site", args={"site": True}),
+    bad = [Action(op="no_such_op"), Action(op="open_sites"), Action(op="open_sites", args={"sites": [0]}),
+           Action(op="open_sites", args={"sites": [p.sites + 1]}), Action(op="open_sites", args={"sites": ["1"]}),
+           Action(op="open_sites", args={"sites": [1.5]}), Action(op="open_sites", args={"sites": [True]}),
+           Action(op="open_sites", args={"sites": 1}),
            Action(op="probe_service_costs", args={"customer": float("nan")}),
            Action(op="read_posted_rates", args={"customer": None}),
-           Action(op="assign_customer", args={"customer": 1}),
-           Action(op="assign_customer", args={"customer": 1, "site": closed_site}),
+           Action(op="serve_customers", args={"customers": [1]}),
+           Action(op="serve_customers", args={"customers": [1], "site": closed_site}),
            Action(op="close_site", args={"site": closed_site})]
     for state in (M.initial_state(p), planned):
-        for action in [*bad, Action(op="open_site", args={"site": open_site}) if state["open"] else None,
-                       Action(op="unassign_customer", args={"customer": served}) if not state["open"] else None,
-                       Action(op="assign_customer", args={"customer": served,
-                                                          "site": planned["assignment"][served - 1]})
-                       if state["open"] else None]:
+        for action in [*bad, Action(op="open_sites", args={"sites": [open_site]}) if state["open"] else None,
+                       Action(op="unassign_customer", args={"customer": served}) if not state["open"] else None]:
             if action is None:
                 continue
             before = copy.deepcopy(state)
@@ -227,7 +305,7 @@ def test_invalid_actions_raise_and_leave_the_state_unchanged():
     (_data(unserved_penalty=float("inf")), "finite"),
     (_data(colour="red"), "colour"),
     ({"demand": [1.0], "open_cost": [1.0], "service_cost": [[1.0]]}, "unserved_penalty"),
-    (_data(open_cost=[1.0] * 13, service_cost=[[1.0, 1.0, 1.0]] * 13), "open_cost"),
+    (_data(open_cost=[1.0] * 17, service_cost=[[1.0, 1.0, 1.0]] * 17), "open_cost"),
 ])
 def test_params_from_data_rejects_bad_data(data, message):
     with pytest.raises(ValueError, match=message):
@@ -248,6 +326,9 @@ def _random_args(rng: np.random.Generator, op) -> dict:
         if roll < 0.15:
             odd = ["x", None, True, [1], {"a": 1}, float("nan"), 2.5]
             args[name] = odd[int(rng.integers(len(odd)))]
+        elif spec.type == "array":
+            count = int(rng.integers(0, 4))
+            args[name] = [int(rng.integers(int(spec.minimum) - 1, int(spec.maximum) + 2)) for _ in range(count)]
         else:
             args[name] = int(rng.integers(int(spec.minimum) - 1, int(spec.maximum) + 2))
     return args
@@ -257,7 +338,7 @@ def test_a_thousand_random_actions_raise_nothing_but_action_error():
     rng = np.random.default_rng(3)
     p = _sample(5, 8, 4)
     ops = M.operations(p)
-    weighted = [*ops, *[op for op in ops if op.name in ("open_site", "assign_customer")] * 4]
+    weighted = [*ops, *[op for op in ops if op.name in ("open_sites", "serve_customers")] * 4]
     state = M.initial_state(p)
     u_star = M.solve(p).u_star
     errors = 0
@@ -277,22 +358,109 @@ def test_a_thousand_random_actions_raise_nothing_but_action_error():
     assert 0 < errors < 1000
 
 
-def test_rendered_environments_are_admitted_without_leaks():
+@pytest.mark.parametrize("tier", ["easy", "medium", "hard", "frontier"])
+def test_rendered_environments_are_admitted_without_leaks_at_every_tier(tier):
     from envs.admission import admit, hidden_leaks
 
     admitted = 0
-    for i in range(4):
-        spec = make_spec("facility_location", i)
+    cells = M.tiers()[tier].grid
+    for i in range(8):
+        spec = make_spec("facility_location", i, *cells[i % len(cells)], tier=tier)
         assert hidden_leaks(spec) == []
-        admitted += admit(spec).admitted
-    assert admitted >= 3
+        verdict = admit(spec)
+        assert verdict.admitted or verdict.check in ("difficulty", "C2"), verdict.reason  # tier or band only
+        admitted += verdict.admitted
+    assert admitted >= 1
 
 
-@pytest.mark.parametrize("knobs", M.grid())
-def test_the_turn_budget_never_lets_an_agent_probe_everything_and_still_act(knobs):
+def test_the_default_grid_is_admitted():
+    from envs.admission import admit
+
+    assert sum(admit(make_spec("facility_location", i)).admitted for i in range(4)) >= 3
+
+
+@pytest.mark.parametrize("tier", ["hard", "frontier"])
+def test_the_turn_budget_never_lets_an_agent_probe_everything_and_still_act(tier):
     assert M.turn_slack == 1
-    for i in range(10):
-        spec = make_spec("facility_location", i, *knobs)
+    for size, horizon in M.tiers()[tier].grid:
+        for i in range(3):
+            spec = make_spec("facility_location", i, size, horizon, tier=tier)
+            p = M.params_from_data(spec.params)
+            spare = spec.turn_budget - len(spec.reference.optimal_actions)
+            assert spare < p.sites + p.customers
+            assert spec.difficulty.facts_fit < 1
+
+
+def _budget(p, share: float = 1.0) -> int:
+    return turn_budget(M, p, M.outcome(p), share)
+
+
+@pytest.mark.parametrize("knobs", [(6, 3), (8, 3), (14, 6), (20, 8)])
+def test_the_informed_agent_reaches_one_when_every_probe_fits(knobs):
+    for i in range(4):
+        p = _sample(400 + i, *knobs)
+        budget = _budget(p)
+        actions = informed_actions(M, p, budget)
+        assert len(actions) <= budget
+        u, _, errors = M.play(p, actions, budget)
+        assert errors == 0 and u == pytest.approx(M.solve(p).u_star, rel=1e-9)
+
+
+def test_belief_with_every_probe_is_the_truth_and_with_none_uses_no_hidden_value():
+    for i in range(5):
+        p = _sample(500 + i)
+        assert M.solve(M.believed(p, M.probe_order(p))).u_star == pytest.approx(M.solve(p).u_star, rel=1e-12)
+        blind = M.believed(p, [])
+        assert blind.open_cost == p.posted_open_cost and blind.service_cost == p.posted_service_cost
+        changed = p.model_copy(update={"open_cost": [x + 7 for x in p.open_cost],
+                                       "service_cost": [[x * 2 for x in row] for row in p.service_cost]})
+        assert M.believed(changed, []) == blind
+        some = M.probe_order(p)[:4]
+        partly = M.believed(p, some)
+        for action in some:  # what was probed is believed as it is
+            if action.op == "probe_opening_cost":
+                assert partly.open_cost[action.args["site"] - 1] == p.open_cost[action.args["site"] - 1]
+            else:
+                j = action.args["customer"] - 1
+                assert [row[j] for row in partly.service_cost] == [row[j] for row in p.service_cost]
+
+
+def test_the_probe_order_lists_every_probe_once():
+    p = _sample(6, 20, 8)
+    order = M.probe_order(p)
+    assert sorted((a.op, tuple(a.args.items())) for a in order) == sorted(
+        [("probe_opening_cost", (("site", i),)) for i in range(1, p.sites + 1)]
+        + [("probe_service_costs", (("customer", j),)) for j in range(1, p.customers + 1)])
+
+
+@pytest.mark.parametrize("knobs", [(6, 3), (16, 8), (30, 14)])
+def test_heuristics_play_within_idle_and_optimum(knobs):
+    for i in range(3):
+        p = _sample(600 + i, *knobs)
+        o = M.outcome(p)
+        heuristics = M.heuristic_actions(p)
+        assert set(heuristics) == {"nearest_surveyed", "one_site_surveyed", "greedy_quotes_surveyed",
+                                   "greedy_big_surveyed"}
+        for share in (1.0, 0.3):
+            budget = _budget(p, share)
+            for name, actions in heuristics.items():
+                u, turns, errors = M.play(p, actions, budget)
+                assert errors == 0 and turns <= budget
+                assert o.u_idle - 1e-9 <= u <= o.solution.u_star + 1e-9, name
+
+
+@pytest.mark.parametrize("tier", ["hard", "frontier"])
+def test_the_informed_agent_beats_the_default_on_admitted_tight_budget_instances(tier):
+    from envs.admission import admit
+
+    admitted = 0
+    cells = M.tiers()[tier].grid
+    for i in range(8):
+        spec = make_spec("facility_location", i, *cells[i % len(cells)], tier=tier)
+        if not admit(spec).admitted:
+            continue
+        admitted += 1
         p = M.params_from_data(spec.params)
-        spare = spec.turn_budget - len(spec.reference.optimal_actions)
-        assert spare < p.sites + p.customers
+        u, _, _ = M.play(p, spec.reference.informed_actions, spec.turn_budget)
+        assert u > spec.reference.u0 and spec.difficulty.informed_score >= 0.05
+    assert admitted >= 2
