@@ -20,10 +20,15 @@ Parameters (all can be given as data):
   default policy trusts; when omitted from data it equals the highest support value)
 
 The knobs: ``size`` is the support size of the offer distribution (2..10 values) and ``horizon`` the
-number of offers n (2..30 rounds).
+number of offers n (2..60 rounds).
+
+Hidden mode: every figure has a probe, the future offers included: ``scout_offer`` tells the offer a given round
+will bring (a market scout; one call per round), so the hindsight ceiling is the full-information optimum an
+agent can reach when the budget lets it scout every round. The difficulty tiers give budgets that do not.
 
 The reference: u* is the HINDSIGHT CEILING ``max(fallback, max_t (x_t - waiting_cost * (t - 1)))``, the
-best choice knowing every draw; the oracle passes until that round and accepts (or walks away at once).
+best choice knowing every draw; the oracle passes until that round in one ``skip_offers`` call and accepts (or
+walks away at once).
 The Bellman-optimal ONLINE policy, which knows the distribution and only the offers seen so far, comes
 from exact backward induction: W_{n+1} = fallback, tau_t = max(fallback, W_{t+1} - waiting_cost),
 W_t = E[max(X, tau_t)]; accept the offer of round t iff x_t >= tau_t, otherwise pass if
@@ -41,14 +46,17 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, require_int
+from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int
+from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.registry import register
 from schemas.envspec import Action, ArgSpec, OperationSpec
 
 MAX_SUPPORT = 10
-MAX_ROUNDS = 30
+MAX_ROUNDS = 60
 PROBABILITY_TOLERANCE = 1e-9
 TWENTIETHS = 20  # sampled probabilities are multiples of 1/20
+HUNDREDTHS = 100  # in a long search, of 1/100
+LONG_SEARCH = 31  # rounds from which a search is long
 
 
 class StoppingParams(BaseModel):
@@ -142,20 +150,41 @@ class SequentialStopping(Mechanism[StoppingParams]):
     default_size = 5
     default_horizon = 8
     difficulty_grid = [(3, 6), (5, 8), (6, 12), (8, 20), (10, 30)]
+    # measured (envs.difficulty): short searches are easy for a naive agent; at medium half the scouting fits; long
+    # searches (from LONG_SEARCH rounds) hide a rare jackpot that naive rules miss (hard), and at frontier only
+    # part of the rounds can be scouted
+    difficulty_tiers = {
+        "easy": Tier(((3, 4), (3, 6), (4, 6)), 1.0),
+        "medium": Tier(((8, 20), (6, 16)), 0.5),
+        "hard": Tier(((10, 40), (10, 50), (10, 60)), 1.0),
+        "frontier": Tier(((10, 40), (10, 50), (10, 60)), 0.4),
+    }
     u0_band = (-1.5, 0.95)
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> StoppingParams:
         k, n = int(size), int(horizon)
         base = int(rng.integers(40, 121))
-        values = (base + np.concatenate([[0], np.cumsum(rng.integers(6, 31, k - 1))])).astype(float)
+        if n < LONG_SEARCH:
+            values = (base + np.concatenate([[0], np.cumsum(rng.integers(6, 31, k - 1))])).astype(float)
+            # high offers are rare: the weights fall with the value, then the counts of twentieths are drawn
+            weights = rng.dirichlet(np.linspace(2.0, 0.6, k))
+            counts = 1 + rng.multinomial(TWENTIETHS - k, weights) if k < TWENTIETHS else np.ones(k, dtype=int)
+            probs = (counts / TWENTIETHS).tolist()
+        else:
+            # a long search: the gaps widen towards the top, the top offer is a rare jackpot (2 to 5 in 100) far above
+            # the rest, and waiting is cheap (a twentieth to a fifth of the spread in all)
+            gaps = 2 * np.sort(rng.integers(6, 31, k - 1))
+            gaps[-1] *= int(rng.integers(3, 6))
+            values = (base + np.concatenate([[0], np.cumsum(gaps)])).astype(float)
+            top = int(rng.integers(2, 6))
+            weights = rng.dirichlet(np.linspace(2.0, 0.6, k - 1))
+            counts = np.append(1 + rng.multinomial(HUNDREDTHS - top - (k - 1), weights), top)
+            probs = (counts / HUNDREDTHS).tolist()
         spread = float(values[-1] - values[0])
-        # high offers are rare: the weights fall with the value, then the counts of twentieths are drawn
-        weights = rng.dirichlet(np.linspace(2.0, 0.6, k))
-        counts = 1 + rng.multinomial(TWENTIETHS - k, weights) if k < TWENTIETHS else np.ones(k, dtype=int)
-        probs = (counts / TWENTIETHS).tolist()
         offers = rng.choice(values, size=n, p=np.asarray(probs) / np.sum(probs)).tolist()
         # waiting every round costs between a fifth and two thirds of the spread in all
-        waiting_cost = float(max(1, round(spread * rng.uniform(0.2, 0.66) / n)))
+        share = rng.uniform(0.2, 0.66) if n < LONG_SEARCH else rng.uniform(0.05, 0.2)
+        waiting_cost = float(max(1, round(spread * share / n)))
         fallback = float(max(0, round(values[0] - spread * rng.uniform(-0.15, 0.4))))
         # exaggerated: above every possible offer, so the default holds out to the last round
         posted_best = float(round(values[-1] + spread * rng.uniform(0.04, 0.35)))
@@ -172,7 +201,7 @@ class SequentialStopping(Mechanism[StoppingParams]):
         if best_round == 0:
             actions = [Action(op="finish")]
         else:
-            actions = [Action(op="pass_offer")] * (best_round - 1) + [Action(op="accept_offer")]
+            actions = [*_skips(best_round - 1), Action(op="accept_offer")]
         u_star = self.run(p, actions)
         thresholds, values = backward_induction(p)
         online = online_policy(p)
@@ -193,13 +222,8 @@ class SequentialStopping(Mechanism[StoppingParams]):
     def default_actions(self, params: StoppingParams) -> list[Action]:
         """Accept the first offer at or above the posted typical best offer, else the last offer."""
         p = params
-        actions = [Action(op="read_posted_best")]
-        for t, x in enumerate(p.offers, start=1):
-            if x >= p.posted_best or t == p.rounds:
-                actions.append(Action(op="accept_offer"))
-                break
-            actions.append(Action(op="pass_offer"))
-        return actions
+        t = next((t for t, x in enumerate(p.offers, start=1) if x >= p.posted_best), p.rounds)
+        return [Action(op="read_posted_best"), *_skips(t - 1), Action(op="accept_offer")]
 
     def baseline_actions(self, params: StoppingParams) -> dict[str, list[Action]]:
         return {"online_optimal": online_policy(params)}
@@ -208,13 +232,16 @@ class SequentialStopping(Mechanism[StoppingParams]):
     def operations(self, params: StoppingParams) -> list[OperationSpec]:
         count = {"count": ArgSpec(type="integer", description="number of offers to pass", minimum=1,
                                   maximum=params.rounds)}
+        round_ = {"round": ArgSpec(type="integer", description="round number", minimum=1, maximum=params.rounds)}
         return [
             OperationSpec(name="probe_offer_distribution", kind="probe",
                           summary="the possible offer values and the probability of each"),
             OperationSpec(name="probe_waiting_cost", kind="probe", summary="the cost of passing one offer"),
             OperationSpec(name="probe_fallback", kind="probe", summary="the walk-away value"),
+            OperationSpec(name="scout_offer", kind="probe", summary="the offer a given round will bring",
+                          args=round_),
             OperationSpec(name="read_posted_best", kind="info", summary="the posted typical best offer",
-                          decoy=True),
+                          decoy=True, estimates="offer"),
             OperationSpec(name="view_offer", kind="info",
                           summary="the current round, its offer and the waiting cost so far"),
             OperationSpec(name="view_history", kind="info", summary="the offers passed so far"),
@@ -235,45 +262,50 @@ class SequentialStopping(Mechanism[StoppingParams]):
         t = state["round"]
         waited = p.waiting_cost * (t - 1)
         if t > p.rounds:
-            return {"round": None, "offer": None, "offers_left": 0, "waiting_cost_so_far": waited}
-        return {"round": t, "offer": p.offers[t - 1], "offers_left": p.rounds - t, "waiting_cost_so_far": waited}
+            return {"round": None, "offer": None, "offers left": 0, "waiting cost so far": waited}
+        return {"round": t, "offer": p.offers[t - 1], "offers left": p.rounds - t, "waiting cost so far": waited}
 
     def apply(self, params: StoppingParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
         p, op, args = params, action.op, action.args
         if op == "probe_offer_distribution":
-            return {"offer_values": list(p.offer_values), "probabilities": list(p.offer_probabilities)}
+            return {"distribution": [{"value": x, "probability": q}
+                                     for x, q in zip(p.offer_values, p.offer_probabilities, strict=True)]}
         if op == "probe_waiting_cost":
-            return {"waiting_cost_per_pass": p.waiting_cost}
+            return {"waiting cost per pass": p.waiting_cost}
         if op == "probe_fallback":
             return {"fallback": p.fallback}
+        if op == "scout_offer":
+            t = require_int(args, "round", 1, p.rounds)
+            return {"round": t, "offer": p.offers[t - 1]}
         if op == "read_posted_best":
-            return {"posted_typical_best_offer": p.posted_best}
+            return {"posted typical best": p.posted_best}
         if op == "view_offer":
             return self._current(p, state)
         if op == "view_history":
-            return {"passed_offers": [{"round": t, "offer": p.offers[t - 1]} for t in state["passed"]]}
+            return {"passed offers": [{"round": t, "offer": p.offers[t - 1]} for t in state["passed"]]}
         if op == "view_calendar":
-            return {"rounds": p.rounds, "current_round": min(state["round"], p.rounds),
-                    "rounds_left": max(p.rounds - state["round"] + 1, 0)}
+            return {"rounds": p.rounds, "current round": min(state["round"], p.rounds),
+                    "rounds left": max(p.rounds - state["round"] + 1, 0)}
         if op in ("accept_offer", "pass_offer", "skip_offers", "finish") and self.finished(state):
             raise ActionError("the episode is over")
         if op == "accept_offer":
             t = state["round"]
             state.update(accepted=t, finished=True)
-            return {"accepted_round": t, "offer": p.offers[t - 1], "waiting_cost": p.waiting_cost * (t - 1),
-                    "finished": True}
+            return {"accepted round": t, "offer": p.offers[t - 1], "waiting cost": p.waiting_cost * (t - 1),
+                    "total result": self.utility(p, state), "finished": True}
         if op == "pass_offer":
             return self._pass(p, state, 1)
         if op == "skip_offers":
             k = require_int(args, "count", 1, p.rounds)
             left = p.rounds - state["round"] + 1
             if k > left:
-                raise ActionError(f"only {left} offer(s) remain, cannot pass {k}")
+                raise ActionError(f"only {left} round(s) remain, cannot pass {k}")
             return self._pass(p, state, k)
         if op == "finish":
             state["finished"] = True
-            return {"walked_away": True, "fallback": p.fallback,
-                    "waiting_cost": p.waiting_cost * (state["round"] - 1), "finished": True}
+            return {"walked away": True, "fallback": p.fallback,
+                    "waiting cost": p.waiting_cost * (state["round"] - 1), "total result": self.utility(p, state),
+                    "finished": True}
         raise ActionError(f"unknown operation {op!r}")
 
     def _pass(self, p: StoppingParams, state: dict[str, Any], k: int) -> dict[str, Any]:
@@ -282,9 +314,10 @@ class SequentialStopping(Mechanism[StoppingParams]):
         state["round"] = t + k
         if state["round"] > p.rounds:
             state["finished"] = True
-            return {"passed": k, "offers_left": 0, "walked_away": True, "fallback": p.fallback,
-                    "waiting_cost": p.waiting_cost * p.rounds, "finished": True}
-        return {"passed": k, **self._current(p, state)}
+            return {"passed": k, "offers left": 0, "walked away": True, "fallback": p.fallback,
+                    "waiting cost": p.waiting_cost * p.rounds, "total result": self.utility(p, state),
+                    "finished": True}
+        return {"passed": k, "waiting cost of these passes": p.waiting_cost * k, **self._current(p, state)}
 
     def utility(self, params: StoppingParams, state: dict[str, Any]) -> float:
         p = params
@@ -293,21 +326,83 @@ class SequentialStopping(Mechanism[StoppingParams]):
             return float(p.offers[t - 1] - p.waiting_cost * (t - 1))
         return float(p.fallback - p.waiting_cost * (state["round"] - 1))
 
-    # --- rendering facts ------------------------------------------------------------------
-    def describe(self, params: StoppingParams, vocab: dict[str, str]) -> str:
+    # --- facts, belief, heuristics ----------------------------------------------------------
+    def facts(self, params: StoppingParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
-        odds = "; ".join(f"{x:g} {v['currency']} with probability {q:g}"
+        n, per, cur = p.rounds, v["period"], v["currency"]
+        odds = "; ".join(f"{x:g} {cur} with probability {q:g}"
                          for x, q in zip(p.offer_values, p.offer_probabilities, strict=True))
-        return (
-            f"One {v['deal']} is to be placed. Over {p.rounds} {v['period']}s exactly one {v['offer']} arrives "
-            f"per {v['period']}, each drawn independently from the same distribution: {odds}. Each {v['offer']} "
-            f"is seen only when its {v['period']} arrives. Accept the current {v['offer']} (this ends the "
-            f"episode) or pass it for good (no recall); every pass costs {p.waiting_cost:g} {v['currency']} of "
-            f"waiting. Walking away, or passing every {v['offer']}, leaves the fallback of {p.fallback:g} "
-            f"{v['currency']} minus the waiting costs. Accepting the {v['offer']} of {v['period']} t yields its "
-            f"value minus {p.waiting_cost:g} x (t - 1). The {v['sticker']} posts a typical best {v['offer']} of "
-            f"{p.posted_best:g} {v['currency']}; it is not a promise."
-        )
+        drawn = "; ".join(f"{t}: {x:g}" for t, x in enumerate(p.offers, start=1))
+        return [
+            rule("structure", f"One {v['deal']} is to be placed. Over {n} {per}s, numbered 1 to {n}, exactly one "
+                 f"{v['offer']} arrives per {per}; the {v['offers']} are drawn independently from one distribution "
+                 f"with {p.support} possible values.", n, p.support),
+            probed("distribution", "probe_offer_distribution", f"The distribution of each {v['offer']}: {odds}.",
+                   [*p.offer_values, *p.offer_probabilities]),
+            probed("offers", "scout_offer", f"The {v['offers']} drawn, in {cur}, {per} by {per}: {drawn}.",
+                   p.offers),
+            probed("waiting_cost", "probe_waiting_cost", f"Every pass costs {p.waiting_cost:g} {cur} of waiting.",
+                   [p.waiting_cost]),
+            probed("fallback", "probe_fallback", f"Walking away leaves a fallback of {p.fallback:g} {cur}.",
+                   [p.fallback]),
+            probed("posted", "read_posted_best", f"The {v['sticker']} posts a typical best {v['offer']} of "
+                   f"{p.posted_best:g} {cur} (an outside estimate, not a promise).", [p.posted_best]),
+            rule("no_recall", f"Only the {v['offer']} of the current {per} can be accepted; a passed {v['offer']} is "
+                 f"gone for good."),
+            rule(OBJECTIVE, f"Your result, in {cur}: accepting the {v['offer']} of {per} t yields its value minus "
+                 f"the waiting cost per pass times (t - 1); walking away after p passes yields the fallback minus "
+                 f"the waiting cost per pass times p."),
+            rule(END, f"Accepting a {v['offer']} ends the episode, and so does walking away; passing the "
+                 f"{v['offer']} of the last {per} means walking away after {n} passes."),
+            rule(BUDGET_END, "If the turns run out before you accept or walk away, you walk away after the passes "
+                 "made so far: the fallback minus the waiting cost per pass times the number of passes."),
+        ]
+
+    def probe_order(self, params: StoppingParams) -> list[Action]:
+        """The fallback, the waiting cost and the distribution (one call each), then each round's offer, earliest
+        first (an early offer costs the least waiting)."""
+        return [Action(op="probe_fallback"), Action(op="probe_waiting_cost"), Action(op="probe_offer_distribution"),
+                *(Action(op="scout_offer", args={"round": t}) for t in range(1, params.rounds + 1))]
+
+    def believed(self, params: StoppingParams, probed: list[Action]) -> StoppingParams:
+        """Probed figures are true; an unscouted round brings the lowest possible offer (the agent plans only on
+        what it knows); an unprobed waiting cost is 0, an unprobed fallback 0, an unprobed distribution is even
+        over the scouted offers, the posted figure and one value below them all."""
+        p = params
+        done = {a.op for a in probed}
+        scouted = {a.args["round"] for a in probed if a.op == "scout_offer"}
+        if "probe_offer_distribution" in done:
+            values, probs = list(p.offer_values), list(p.offer_probabilities)
+        else:
+            known = sorted({p.posted_best, *(p.offers[t - 1] for t in scouted)})
+            values = [known[0] - 1.0, *known][:MAX_SUPPORT]
+            probs = [1.0 / len(values)] * len(values)
+            probs[-1] = 1.0 - sum(probs[:-1])
+        low = values[0]
+        offers = [p.offers[t - 1] if t in scouted and p.offers[t - 1] in values else low
+                  for t in range(1, p.rounds + 1)]
+        return StoppingParams(offer_values=values, offer_probabilities=probs, offers=offers,
+                              waiting_cost=p.waiting_cost if "probe_waiting_cost" in done else 0.0,
+                              fallback=p.fallback if "probe_fallback" in done else 0.0,
+                              posted_best=p.posted_best)
+
+    def heuristic_actions(self, params: StoppingParams) -> dict[str, list[Action]]:
+        """accept_first: take the first offer. above_average: learn the distribution, then pass until an offer at
+        or above its mean arrives (walking away after the last). best_of_three: scout the first three rounds and
+        take the highest of them, ignoring the waiting cost, the fallback and every later round."""
+        p = params
+        mean = sum(x * q for x, q in zip(p.offer_values, p.offer_probabilities, strict=True))
+        above = [Action(op="probe_offer_distribution")]
+        for x in p.offers:
+            if x >= mean:
+                above.append(Action(op="accept_offer"))
+                break
+            above.append(Action(op="pass_offer"))
+        early = range(1, min(3, p.rounds) + 1)
+        best = max(early, key=lambda t: (p.offers[t - 1], -t))
+        three = [*(Action(op="scout_offer", args={"round": t}) for t in early), *_skips(best - 1),
+                 Action(op="accept_offer")]
+        return {"accept_first": [Action(op="accept_offer")], "above_average": above, "best_of_three": three}
 
     def secret_numbers(self, params: StoppingParams) -> list[float]:
         p = params
@@ -317,7 +412,12 @@ class SequentialStopping(Mechanism[StoppingParams]):
         return [params.rounds, params.support, *range(1, params.rounds + 1)]
 
     def probe_allowance(self, params: StoppingParams) -> int:
-        return 5  # the three probes, the calendar and a first look at the current offer
+        return params.rounds + 3  # the three figures and one scout per round
+
+
+def _skips(count: int) -> list[Action]:
+    """Pass `count` offers in one call (none: no call)."""
+    return [Action(op="skip_offers", args={"count": count})] if count > 0 else []
 
 
 register(SequentialStopping())
