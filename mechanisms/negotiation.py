@@ -142,9 +142,9 @@ class Negotiation(Mechanism[NegotiationParams]):
     default_horizon = 6
     difficulty_grid = [(11, 4), (21, 6), (31, 8), (41, 10), (61, 12)]
     difficulty_tiers = {
-        "easy": Tier(((5, 2), (11, 2), (11, 3)), 1.0),
+        "easy": Tier(((5, 2), (7, 2), (5, 3)), 1.0),
         "medium": Tier(tuple(difficulty_grid), 1.0),
-        "hard": Tier(((41, 12), (61, 14)), 0.5),
+        "hard": Tier(((31, 8), (41, 10), (61, 12)), 0.6),
         "frontier": Tier(((61, 16), (81, 20)), 0.3),
     }
     u0_band = (-0.3, 0.95)
@@ -483,7 +483,8 @@ class Negotiation(Mechanism[NegotiationParams]):
         price by the deadline (as the default does from the market report).
         best_unanchored: probe every base threshold and counteroffer, the round cost and the fallback value, then
         take the best plain move, never using the anchoring: wait until the best round and ask its base threshold
-        (rounded down to the grid) or accept its counteroffer, or walk away at once."""
+        (rounded down to the grid) or accept its counteroffer, or walk away at once.
+        best_threshold: the same from the base thresholds and the round cost only (half the probes)."""
         p = params
         start = self._snap(p, p.reservation_value)
         asks = []
@@ -493,7 +494,18 @@ class Negotiation(Mechanism[NegotiationParams]):
         look = [Action(op=name, args={"round": r}) for r in range(1, p.deadline + 1)
                 for name in ("probe_base_threshold", "probe_counteroffer")]
         look += [Action(op="probe_round_cost"), Action(op="probe_outside_option")]
-        best, plan = p.outside_option, [Action(op="walk_away")]
+        thresholds = [Action(op="probe_base_threshold", args={"round": r}) for r in range(1, p.deadline + 1)]
+        return {"accept_first": [Action(op="accept_counteroffer")],
+                "reservation_concede": [Action(op="probe_reservation_value"), *asks],
+                "best_unanchored": [*look, *self._best_plain(p, counteroffers=True)],
+                "best_threshold": [*thresholds, Action(op="probe_round_cost"),
+                                   *self._best_plain(p, counteroffers=False)]}
+
+    @staticmethod
+    def _best_plain(p: NegotiationParams, counteroffers: bool) -> list[Action]:
+        """The best move that never uses the anchoring: wait until one round and ask its base threshold (rounded
+        down to the grid) or, if counteroffers are known, accept its counteroffer; or walk away at once."""
+        best, plan = p.outside_option if counteroffers else -math.inf, [Action(op="walk_away")]
         for r in range(1, p.deadline + 1):
             waits = [Action(op="wait_round")] * (r - 1)
             base = p.base_thresholds[r - 1]
@@ -501,11 +513,9 @@ class Negotiation(Mechanism[NegotiationParams]):
                 price = p.price_low + (base - p.price_low) // p.price_step * p.price_step
                 if price - p.round_cost * r > best:
                     best, plan = price - p.round_cost * r, [*waits, Action(op="make_ask", args={"price": price})]
-            if p.counteroffers[r - 1] - p.round_cost * r > best:
+            if counteroffers and p.counteroffers[r - 1] - p.round_cost * r > best:
                 best, plan = p.counteroffers[r - 1] - p.round_cost * r, [*waits, Action(op="accept_counteroffer")]
-        return {"accept_first": [Action(op="accept_counteroffer")],
-                "reservation_concede": [Action(op="probe_reservation_value"), *asks],
-                "best_unanchored": [*look, *plan]}
+        return plan
 
     def secret_numbers(self, params: NegotiationParams) -> list[float]:
         p = params

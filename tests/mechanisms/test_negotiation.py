@@ -94,7 +94,7 @@ def test_contract_shape():
     assert M.group == "trained" and M.version == 1
     assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
                for s, h in M.difficulty_grid)
-    assert M.probe_allowance(p) == 2 * p.deadline + 4
+    assert M.probe_allowance(p) == 2 * p.deadline + 5 == len(M.probe_order(p))
     json.dumps(M.initial_state(p))
 
 
@@ -131,8 +131,8 @@ def test_an_ask_above_the_walkoff_price_ends_the_negotiation():
     p = M.params_from_data(DATA)
     state = M.initial_state(p)
     reply = M.apply(p, state, Action(op="make_ask", args={"price": 180}))
-    assert state["finished"] and state["status"] == "broken off" and reply["deal"] is False
-    assert M.utility(p, state) == 60.0 - 5.0
+    assert state["finished"] and state["status"] == "broken off" and reply["response"] == "broke off"
+    assert M.utility(p, state) == 60.0 - 5.0 == reply["net"]
 
 
 @pytest.mark.parametrize("i", range(25))
@@ -214,8 +214,8 @@ def test_invalid_actions_raise_and_leave_the_state_unchanged():
            Action(op="make_ask", args={"price": 70}), Action(op="make_ask", args={"price": 190}),
            Action(op="make_ask", args={"price": "100"}), Action(op="make_ask", args={"price": 100.5}),
            Action(op="make_ask", args={"price": True}), Action(op="make_ask", args={"price": float("nan")}),
-           Action(op="make_ask", args={"price": float("inf")}), Action(op="probe_concession_rule"),
-           Action(op="probe_concession_rule", args={"round": 0}),
+           Action(op="make_ask", args={"price": float("inf")}), Action(op="probe_base_threshold"),
+           Action(op="probe_base_threshold", args={"round": 0}),
            Action(op="probe_counteroffer", args={"round": 4}), Action(op="probe_counteroffer", args={"round": None})]
     fresh, anchored = M.initial_state(p), _open_state(p)
     done = M.initial_state(p)
@@ -243,11 +243,14 @@ def test_probes_and_infos_do_not_change_the_state():
             reply = M.apply(p, state, Action(op=op.name, args={name: 1 for name in op.args}))
             json.dumps(reply)
     assert state == before
-    assert M.apply(p, state, Action(op="probe_reservation_value")) == {"reservation_value": p.reservation_value}
-    assert M.apply(p, state, Action(op="read_market_report")) == {"market_report_estimate": p.market_report}
+    assert M.apply(p, state, Action(op="probe_reservation_value")) == {"reservation": p.reservation_value}
+    assert M.apply(p, state, Action(op="read_market_report")) == {"posted": p.market_report}
+    assert M.apply(p, state, Action(op="probe_base_threshold", args={"round": 2})) == \
+        {"round": 2, "threshold": p.base_thresholds[1]}
+    assert M.apply(p, state, Action(op="probe_anchoring")) == {"anchoring": p.anchoring_percent}
     status = M.apply(p, state, Action(op="check_status"))
-    assert status["round"] == 2 and status["lowest_ask_so_far"] == state["anchor"]
-    assert status["counteroffer_on_the_table"] == p.counteroffers[1]
+    assert status["round"] == 2 and status["lowest ask"] == state["anchor"]
+    assert status["table"] == p.counteroffers[1]
 
 
 def test_the_deadline_passes_with_the_outside_option_minus_all_costs():
@@ -340,3 +343,146 @@ def test_every_short_plan_stays_below_u_star():
     u_star = M.solve(p).u_star
     for plan in itertools.product(_choices(p), repeat=2):
         assert M.run(p, list(plan)) <= u_star + 1e-12
+
+
+# --- issue 15: facts, belief, informed and heuristic agents, tiers, admission ------------------------------------
+
+def _measured_spec(index: int, size: int, horizon: int, tier: str | None = None):
+    from envs.difficulty import measure
+    from setter.spec import build_spec, turn_budget
+    from setter.template import TemplateSetter
+
+    share = M.tiers()[tier].probe_share if tier else 1.0
+    seed = [99, index]
+    params = M.sample(np.random.default_rng(seed), size, horizon)
+    outcome = M.outcome(params)
+    budget = turn_budget(M, params, outcome, share)
+    rendering, _ = TemplateSetter().render(M, params, outcome, f"test/negotiation/{index}", 1, budget)
+    difficulty, informed, measured = measure(M, params, outcome, budget, share, tier)
+    return build_spec(M, params, outcome, rendering, split="train", size=size, horizon=horizon, seed=seed,
+                      setter="template", model=None, budget=budget, difficulty=difficulty, informed=informed,
+                      measured=measured)
+
+
+def test_no_probe_hands_over_the_acceptance_formula():
+    """The rule is stated (without numbers); each of its parameters has its own probe and reveals one figure."""
+    p = M.params_from_data(DATA)
+    facts = {f.key: f for f in M.facts(p, VOCAB)}
+    assert facts["acceptance"].is_rule and facts["acceptance"].numbers == (100.0,)
+    state = M.initial_state(p)
+    for op in M.operations(p):
+        if op.kind != "probe":
+            continue
+        reply = M.apply(p, state, Action(op=op.name, args={name: 1 for name in op.args}))
+        assert not any(isinstance(v, str) for v in reply.values())
+        assert len([k for k in reply if k != "round"]) == 1, reply
+    for key in ("reservation", "thresholds", "anchoring", "walkoff", "counteroffer values", "round cost",
+                "fallback"):
+        assert facts[key].probe is not None
+
+
+def test_the_informed_agent_reaches_one_when_every_probe_fits():
+    from envs.difficulty import informed_actions
+    from setter.spec import turn_budget
+
+    for knobs in [(11, 4), (21, 6), (61, 12)]:
+        for i in range(4):
+            p = _sample(700 + i, *knobs)
+            outcome = M.outcome(p)
+            budget = turn_budget(M, p, outcome, 1.0)
+            assert len(M.probe_order(p)) == M.probe_allowance(p)
+            u, turns, errors = M.play(p, informed_actions(M, p, budget), budget)
+            assert errors == 0 and turns <= budget
+            assert u == pytest.approx(outcome.solution.u_star, abs=1e-9)
+
+
+def test_belief_with_every_probe_solves_to_u_star_and_without_probes_uses_no_hidden_value():
+    for i in range(6):
+        p = _sample(720 + i)
+        assert M.believed(p, M.probe_order(p)) == p
+        data = p.model_dump()
+        other = M.params_from_data({**data, "reservation_value": data["reservation_value"] + 1,
+                                    "walkoff_price": data["walkoff_price"] + 2,
+                                    "anchoring_percent": (data["anchoring_percent"] + 7) % 100,
+                                    "base_thresholds": [b - 1 for b in data["base_thresholds"]],
+                                    "counteroffers": [max(0, o - 1) for o in data["counteroffers"]],
+                                    "round_cost": data["round_cost"] + 1, "outside_option": data["outside_option"] + 3})
+        assert M.believed(other, []) == M.believed(p, [])
+        M.solve(M.believed(p, M.probe_order(p)[:6]))
+
+
+def test_heuristics_play_within_the_budget_and_stay_below_u_star():
+    from setter.spec import turn_budget
+
+    for i in range(8):
+        p = _sample(740 + i)
+        outcome = M.outcome(p)
+        budget = turn_budget(M, p, outcome, 1.0)
+        heuristics = M.heuristic_actions(p)
+        assert set(heuristics) == {"accept_first", "reservation_concede", "best_unanchored", "best_threshold"}
+        for actions in heuristics.values():
+            u, turns, errors = M.play(p, actions, budget)
+            assert turns <= budget and errors == 0
+            assert u <= outcome.solution.u_star + 1e-9
+        # the best plain move is one the exact solver also considers
+        assert M.run(p, heuristics["best_unanchored"]) >= outcome.u_idle - 1e-9
+
+
+@pytest.mark.parametrize("knobs", [(5, 2), (7, 3)])
+def test_the_recursion_matches_enumeration_on_small_tier_cells(knobs):
+    for i in range(3):
+        p = _sample(760 + i, *knobs)
+        assert M.solve(p).u_star == pytest.approx(_enumerate_through_dynamics(p), abs=1e-9)
+
+
+def _memoised_reference(p: NegotiationParams) -> float:
+    """The rules re-implemented as a forward recursion over (round, lowest earlier ask), memoised: an independent
+    exact method that still runs at frontier sizes (the plain enumeration does not)."""
+    import functools
+
+    grid = p.grid
+
+    @functools.cache
+    def best(index: int, lowest: int | None) -> float:
+        if index == p.deadline:
+            return p.outside_option - p.round_cost * p.deadline
+        spent = p.round_cost * (index + 1)
+        values = [p.outside_option - p.round_cost * index, p.counteroffers[index] - spent, best(index + 1, lowest)]
+        for ask in grid:
+            base = p.base_thresholds[index]
+            limit = base if lowest is None else (base * (100 - p.anchoring_percent)
+                                                 + lowest * p.anchoring_percent) // 100
+            if ask > p.walkoff_price:
+                values.append(p.outside_option - spent)
+            elif ask <= min(limit, p.reservation_value):
+                values.append(ask - spent)
+            else:
+                values.append(best(index + 1, ask if lowest is None else min(ask, lowest)))
+        return float(max(values))
+
+    return best(0, None)
+
+
+@pytest.mark.parametrize("knobs", [(41, 10), (61, 16), (81, 20)])
+def test_the_recursion_matches_an_independent_recursion_at_the_tier_sizes(knobs):
+    import time
+
+    for i in range(2):
+        p = _sample(780 + i, *knobs)
+        started = time.perf_counter()
+        u_star = M.solve(p).u_star
+        assert time.perf_counter() - started < 2.0
+        assert u_star == pytest.approx(_memoised_reference(p), abs=1e-9)
+
+
+def test_the_tiers_cover_their_cells_and_rendered_environments_are_admitted():
+    tiers = M.tiers()
+    assert list(tiers) == ["easy", "medium", "hard", "frontier"]
+    for tier in tiers.values():
+        for size, horizon in tier.grid:
+            assert M.size_range[0] <= size <= M.size_range[1]
+            assert M.horizon_range[0] <= horizon <= M.horizon_range[1]
+    admitted = sum(admit(_measured_spec(i, 21, 6)).admitted for i in range(5))
+    assert admitted >= 4
+    frontier = _measured_spec(0, *tiers["frontier"].grid[0], tier="frontier")
+    assert frontier.difficulty.facts_fit < 1.0

@@ -51,7 +51,7 @@ def test_contract_shape():
     for op in ops:
         for arg in op.args.values():
             assert arg.minimum is not None and arg.maximum is not None
-            assert arg.type in ("integer", "number")
+            assert arg.type in ("integer", "number", "array")
     assert M.group == "near_ood" and M.version == 1
     for size, horizon in M.grid():
         assert M.size_range[0] <= size <= M.size_range[1] and M.horizon_range[0] <= horizon <= M.horizon_range[1]
@@ -64,7 +64,8 @@ def test_contract_shape():
 def test_describe_states_the_whole_instance():
     p = _sample(1)
     text = M.describe(p, VOCAB)
-    assert f"{p.n} products" in text and f"{p.m} resource limit" in text
+    assert f"There are {p.n} products" in text and f"{p.m} limit(s) on resources" in text
+    assert "1/2" in text and "Q_kl x_k x_l" in text
     for value in [*p.c, *p.b_ub, *p.sticker_margin, *(q for row in p.Q for q in row),
                   *(a for row in p.A_ub for a in row)]:
         assert f"{value:g}" in text
@@ -160,7 +161,8 @@ def test_default_trusts_the_posted_margins_and_sits_inside_the_band():
         assert o.u_idle == 0.0 and o.solution.u_star > 0
         ops = [a.op for a in o.default_actions]
         assert ops[0] == "read_posted_margin" and not any(op.startswith("probe") for op in ops)
-        made = {a.args["product"] for a in o.default_actions if a.op == "set_quantity"}
+        made = {k + 1 for a in o.default_actions if a.op == "set_plan"
+                for k, q in enumerate(a.args["quantities"]) if q > 0}
         assert made <= {k + 1 for k in range(p.n) if p.sticker_margin[k] > 0}
         g = o.u0 / o.solution.u_star
         inside += low <= g <= high and o.u0 < o.solution.u_star
@@ -217,13 +219,13 @@ def test_a_setting_over_a_limit_is_refused_and_lowering_is_always_allowed():
 def test_probes_reveal_the_hidden_groups():
     p = _sample(3)
     state = M.initial_state(p)
-    assert M.apply(p, state, Action(op="probe_margin", args={"product": 2}))["margin_of_first_unit"] == p.c[1]
-    row = M.apply(p, state, Action(op="probe_curvature", args={"product": 2}))["margin_falls_per_unit_of"]
+    assert M.apply(p, state, Action(op="probe_margin", args={"product": 2}))["margin"] == p.c[1]
+    row = M.apply(p, state, Action(op="probe_curvature", args={"product": 2}))["decline"]
     assert list(row.values()) == p.Q[1]
-    usage = M.apply(p, state, Action(op="probe_usage", args={"product": 2}))["usage_per_unit"]
+    usage = M.apply(p, state, Action(op="probe_usage", args={"product": 2}))["usage"]
     assert list(usage.values()) == [p.A_ub[i][1] for i in range(p.m)]
     assert list(M.apply(p, state, Action(op="probe_limits"))["limits"].values()) == p.b_ub
-    assert M.apply(p, state, Action(op="read_posted_margin", args={"product": 2}))["posted_margin"] == \
+    assert M.apply(p, state, Action(op="read_posted_margin", args={"product": 2}))["posted"] == \
         p.sticker_margin[1]
     assert state == M.initial_state(p)
 
@@ -261,6 +263,8 @@ def _random_args(rng: np.random.Generator, op) -> dict:
         if roll < 0.2:
             odd = ["x", None, True, [1], {"a": 1}, float("nan")]
             args[name] = odd[int(rng.integers(len(odd)))]
+        elif spec.type == "array":
+            args[name] = [float(v) for v in rng.uniform(-0.5, 30, int(rng.integers(1, 6)))]
         elif spec.type == "number" or roll < 0.3:
             args[name] = float(rng.uniform(-2, min(spec.maximum, 60) + 2))
         else:
@@ -271,7 +275,7 @@ def _random_args(rng: np.random.Generator, op) -> dict:
 def test_a_thousand_random_actions_raise_nothing_but_action_error():
     rng = np.random.default_rng(3)
     p = _sample(5, 6, 3)
-    ops = [*M.operations(p), *[op for op in M.operations(p) if op.name == "set_quantity"] * 6]
+    ops = [*M.operations(p), *[op for op in M.operations(p) if op.name in ("set_quantity", "set_plan")] * 6]
     state = M.initial_state(p)
     u_star = M.solve(p).u_star
     errors = 0
@@ -315,3 +319,120 @@ def test_degenerate_instances_are_solved_exactly(data):
     assert solution.u_star == pytest.approx(enumerate_active_sets(M, p), rel=1e-9)
     assert M.run(p, solution.optimal_actions) == solution.u_star
     assert all(r <= 1e-9 for r in solution.facts["kkt_residuals"].values())
+
+
+# --- issue 15: facts, belief, informed and heuristic agents, tiers, admission ------------------------------------
+
+def _measured_spec(index: int, size: int, horizon: int, tier: str | None = None):
+    from envs.difficulty import measure
+    from setter.spec import build_spec, turn_budget
+    from setter.template import TemplateSetter
+
+    share = M.tiers()[tier].probe_share if tier else 1.0
+    seed = [99, index]
+    params = M.sample(np.random.default_rng(seed), size, horizon)
+    outcome = M.outcome(params)
+    budget = turn_budget(M, params, outcome, share)
+    rendering, _ = TemplateSetter().render(M, params, outcome, f"test/qp/{index}", 1, budget)
+    difficulty, informed, measured = measure(M, params, outcome, budget, share, tier)
+    return build_spec(M, params, outcome, rendering, split="train", size=size, horizon=horizon, seed=seed,
+                      setter="template", model=None, budget=budget, difficulty=difficulty, informed=informed,
+                      measured=measured)
+
+
+def test_the_objective_rule_matches_the_utility_with_the_half():
+    p = M.params_from_data(_data())
+    text = " ".join(f.statement for f in M.facts(p, VOCAB) if f.key == "objective")
+    assert "1/2" in text and "k = l" in text
+    state = M.initial_state(p)
+    reply = M.apply(p, state, Action(op="set_plan", args={"quantities": [2.0, 3.0]}))
+    x, q, c = np.array([2.0, 3.0]), np.asarray(p.Q), np.asarray(p.c)
+    assert reply["profit"] == pytest.approx(float(c @ x - 0.5 * x @ q @ x))
+    assert M.apply(p, state, Action(op="view_plan"))["profit"] == pytest.approx(M.utility(p, state))
+
+
+def test_the_bulk_plan_cuts_in_number_order_and_refuses_bad_lists():
+    p = M.params_from_data(_data())  # one limit: x1 + 2 x2 <= 12
+    state = M.initial_state(p)
+    reply = M.apply(p, state, Action(op="set_plan", args={"quantities": [10.0, 5.0]}))
+    assert state["quantities"] == [10.0, 1.0] and reply["cut"] == [2]
+    for bad in ([1.0], [1.0, -1.0], [1.0, "2"], [1.0, float("inf")], [True, 1.0], 3.0, None):
+        before = copy.deepcopy(state)
+        with pytest.raises(ActionError):
+            M.apply(p, state, Action(op="set_plan", args={"quantities": bad}))
+        assert state == before
+    done = M.apply(p, state, Action(op="commit_plan"))
+    assert done["total"] == pytest.approx(M.utility(p, state)) and M.finished(state)
+
+
+@pytest.mark.parametrize("knobs", [(3, 1), (6, 3), (14, 6)])
+def test_the_informed_agent_reaches_one_when_every_probe_fits(knobs):
+    from envs.difficulty import informed_actions
+    from setter.spec import turn_budget
+
+    for i in range(4):
+        p = _sample(700 + i, *knobs)
+        outcome = M.outcome(p)
+        budget = turn_budget(M, p, outcome, 1.0)
+        assert len(M.probe_order(p)) == M.probe_allowance(p)
+        u, turns, errors = M.play(p, informed_actions(M, p, budget), budget)
+        assert errors == 0 and turns <= budget
+        assert u == pytest.approx(outcome.solution.u_star, rel=1e-9)
+
+
+def test_belief_with_every_probe_solves_to_u_star_and_without_probes_uses_no_hidden_value():
+    for i in range(5):
+        p = _sample(720 + i, 5, 3)
+        assert M.solve(M.believed(p, M.probe_order(p))).u_star == pytest.approx(M.solve(p).u_star, rel=1e-9)
+        data = p.model_dump()
+        other = M.params_from_data({**data, "c": [v + 1.0 for v in data["c"]],
+                                    "Q": [[q * 1.1 for q in row] for row in data["Q"]],
+                                    "A_ub": [[a + 0.5 for a in row] for row in data["A_ub"]],
+                                    "b_ub": [b + 3.0 for b in data["b_ub"]]})
+        assert M.believed(other, []) == M.believed(p, [])
+        M.solve(M.believed(p, M.probe_order(p)[:4]))  # a partial belief is a valid instance
+
+
+def test_heuristics_play_within_the_budget_and_stay_between_idle_and_u_star():
+    from setter.spec import turn_budget
+
+    for i in range(6):
+        p = _sample(740 + i, 6, 3)
+        outcome = M.outcome(p)
+        budget = turn_budget(M, p, outcome, 1.0)
+        heuristics = M.heuristic_actions(p)
+        assert set(heuristics) == {"posted_greedy", "own_optimum"}
+        for actions in heuristics.values():
+            u, turns, errors = M.play(p, actions, budget)
+            assert turns <= budget and errors == 0
+            assert outcome.u_idle - 1e-9 <= M.run(p, actions) or u <= outcome.solution.u_star
+            assert u <= outcome.solution.u_star + 1e-9 * max(1.0, abs(outcome.solution.u_star))
+
+
+@pytest.mark.parametrize("knobs", [(12, 5), (16, 8)])
+def test_the_solver_is_exact_at_the_tier_sizes(knobs):
+    """At frontier sizes the enumeration is out of reach: the SLSQP route and the active-set search (two methods)
+    agree, and the KKT residuals verify the optimum."""
+    for i in range(3):
+        p = _sample(780 + i, *knobs)
+        solution = M.solve(p)
+        assert all(r <= 1e-9 for r in solution.facts["kkt_residuals"].values())
+        c, q, _, _ = qp_module._arrays(p)
+        g, h = qp_module._constraints(p)
+        x, active, multipliers, _ = qp_module.active_set_search(q, c, g, h)
+        assert qp_module._profit(p, x) == pytest.approx(solution.u_star, rel=1e-9, abs=1e-9)
+
+
+def test_the_tiers_cover_their_cells_and_rendered_environments_are_admitted():
+    from envs.admission import admit
+
+    tiers = M.tiers()
+    assert list(tiers) == ["easy", "medium", "hard", "frontier"]
+    for tier in tiers.values():
+        for size, horizon in tier.grid:
+            assert M.size_range[0] <= size <= M.size_range[1]
+            assert M.horizon_range[0] <= horizon <= M.horizon_range[1]
+    admitted = sum(admit(_measured_spec(i, 4, 2)).admitted for i in range(4))
+    assert admitted >= 3
+    frontier = _measured_spec(0, *tiers["frontier"].grid[0], tier="frontier")
+    assert frontier.difficulty.facts_fit < 1.0
