@@ -119,7 +119,7 @@ def _bellman(p: InventoryParams) -> tuple[list[np.ndarray], np.ndarray, int]:
 
 class InventoryDP(Mechanism[InventoryParams]):
     id = "inventory_dp"
-    version = 2
+    version = 1
     group = "trained"
     summary = "finite-horizon inventory over a hidden demand path; backward Bellman recursion"
     Params = InventoryParams
