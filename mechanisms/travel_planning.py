@@ -190,11 +190,12 @@ class TravelPlanning(Mechanism[TravelParams]):
     default_horizon = 8
     difficulty_grid = [(5, 6), (7, 8), (8, 8), (10, 10), (12, 12), (13, 14)]
     difficulty_tiers = {
-        "easy": Tier(((4, 4), (5, 5), (5, 6)), 1.0),
-        "medium": Tier(((7, 8), (8, 8), (9, 9)), 1.0),
-        "hard": Tier(((10, 10), (11, 10)), 0.5),
+        "easy": Tier(((4, 4), (4, 5), (5, 5)), 1.0),
+        "medium": Tier(((5, 6), (6, 6), (6, 7)), 0.7),
+        "hard": Tier(((9, 9), (10, 10), (11, 10)), 1.0),
         "frontier": Tier(((13, 12), (14, 12)), 0.3),
     }
+    turn_slack = 2  # so that a tier's probe share, not the slack, decides how much of the information fits
     u0_band = (0.15, 0.99)
 
     # --- parameters -----------------------------------------------------------------------

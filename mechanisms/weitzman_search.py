@@ -16,8 +16,9 @@ Parameters (all can be given as data; boxes are numbered 1..n):
 - ``posted_prizes``: the posted "expected prize" of every box (a decoy sticker: a biased estimate of the
   mean that the default policy trusts; when omitted from data it equals the true means)
 
-The knobs: ``size`` is the number of boxes n (2..12) and ``horizon`` the support size of every prize
-distribution (2..8 values; data may give each box its own support size).
+The knobs: ``size`` is the number of boxes n (2..24) and ``horizon`` the support size of every prize
+distribution (2..10 values; data may give each box its own support size). The sticker's log-normal error grows
+with the support size (sigma 0.3 up to 4 values, then 0.1 more per value).
 
 The reference: u* is the HINDSIGHT CEILING ``max(0, max_i (prizes[i] - costs[i]))``: knowing the draws, open
 only the best box (any policy that opens a set S gets max_S prize - sum_S cost <= max_S (prize - cost)).
@@ -188,15 +189,17 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
     difficulty_grid = [(3, 3), (4, 4), (6, 3), (8, 4), (10, 6)]
     difficulty_tiers = {
         "easy": Tier(((2, 2), (3, 2), (3, 3)), 1.0),
-        "medium": Tier(((4, 3), (5, 4), (6, 3)), 1.0),
-        "hard": Tier(((8, 4), (10, 5)), 0.5),
-        "frontier": Tier(((14, 6), (18, 8)), 0.3),
+        "medium": Tier(((4, 3), (5, 4), (6, 3)), 0.4),
+        "hard": Tier(((10, 5), (12, 6)), 0.5),
+        "frontier": Tier(((10, 8), (12, 9)), 0.3),
     }
+    turn_slack = 2  # so that a tier's probe share, not the slack, decides how much of the information fits
     u0_band = (-1.0, 0.95)
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> WeitzmanParams:
         n, k = int(size), int(horizon)
         values, probs, costs, prizes, posted = [], [], [], [], []
+        noise = 0.3 + 0.1 * max(0, k - 4)  # the sticker grows noisier with the support size
         for _ in range(n):
             low = int(rng.integers(0, 41))
             spread = int(rng.integers(max(k, 15), 121))
@@ -212,7 +215,7 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
             values.append(vs)
             probs.append(qs)
             prizes.append(float(rng.choice(vs, p=np.asarray(qs) / np.sum(qs))))
-            posted.append(float(max(0, round(mean * float(np.exp(rng.normal(0.0, 0.3)))))))
+            posted.append(float(max(0, round(mean * float(np.exp(rng.normal(0.0, noise)))))))
         return WeitzmanParams(costs=costs, prize_values=values, prize_probabilities=probs, prizes=prizes,
                               posted_prizes=posted)
 
@@ -376,7 +379,7 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
         p, v = params, vocab
         n = p.boxes
         fees = "; ".join(f"{j + 1}: {p.costs[j]:g}" for j in range(n))
-        odds = "; ".join(f"{j + 1}: " + ", ".join(f"{x:g} with probability {q:g}" for x, q in
+        odds = "; ".join(f"{j + 1}: " + ", ".join(f"{x:g} ({q:g})" for x, q in
                                                    zip(p.prize_values[j], p.prize_probabilities[j], strict=True))
                          for j in range(n))
         posted = "; ".join(f"{j + 1}: {p.posted_prizes[j]:g}" for j in range(n))
@@ -387,7 +390,7 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
             probed("fees", "probe_all_costs", f"The fee of each {v['option']}, in {v['currency']}: {fees}.",
                    p.costs),
             probed("distributions", "probe_prize_distribution", f"The values each {v['option']} can turn out to "
-                   f"have, in {v['currency']}, and their probabilities: {odds}.",
+                   f"have, in {v['currency']}, each with its probability in brackets: {odds}.",
                    [*(x for row in p.prize_values for x in row), *(q for row in p.prize_probabilities for q in row)]),
             probed("posted", "read_posted_prize", f"The {v['sticker']} quotes these expected values in "
                    f"{v['currency']} (an outside estimate, not the distribution): {posted}.", p.posted_prizes),
