@@ -320,7 +320,7 @@ class QP(Mechanism[QPParams]):
     difficulty_tiers = {
         "easy": Tier(((2, 1), (3, 1), (3, 2)), 1.0),
         "medium": Tier(tuple(difficulty_grid), 1.0),
-        "hard": Tier(((10, 4), (12, 5)), 0.5),
+        "hard": Tier(((10, 4), (12, 5)), 0.8),
         "frontier": Tier(((14, 6), (16, 8)), 0.3),
     }
     u0_band = (-1.0, 0.97)
@@ -597,7 +597,9 @@ class QP(Mechanism[QPParams]):
         """posted_greedy: read the limits and the use per unit, then fill the plan with the {products} in order of
         posted margin per unit of their scarcest resource, each as much as fits (the decline ignored).
         own_optimum: probe every margin and decline row, set each product to where its own margin would vanish
-        (c_k / Q_kk, the cross declines ignored), cut to fit in number order."""
+        (c_k / Q_kk, the cross declines ignored), cut to fit in number order.
+        own_optimum_scaled: the same after reading the limits and every use too, the whole plan scaled down to fit.
+        posted_scaled: own_optimum_scaled with the posted margins in place of the probed ones (fewer probes)."""
         p = params
         c, q, a, b = _arrays(p)
         bound = _quantity_bound(p)
@@ -614,7 +616,18 @@ class QP(Mechanism[QPParams]):
         own = np.clip(c / np.diag(q), 0.0, bound)
         myopic = [*probes, Action(op="set_plan", args={"quantities": [float(v) for v in own]}),
                   Action(op="commit_plan")]
-        return {"posted_greedy": greedy, "own_optimum": myopic}
+        use = a @ own
+        scale = min([1.0, *(b[i] / use[i] for i in range(p.m) if use[i] > 0)])
+        scaled = [*probes, *look, Action(op="set_plan", args={"quantities": [float(v) for v in own * scale]}),
+                  Action(op="commit_plan")]
+        rows = [Action(op="probe_curvature", args={"product": k + 1}) for k in range(p.n)]
+        guess = np.clip(np.asarray(p.sticker_margin) / np.diag(q), 0.0, bound)
+        use = a @ guess
+        scale = min([1.0, *(b[i] / use[i] for i in range(p.m) if use[i] > 0)])
+        posted = [*rows, *look, Action(op="set_plan", args={"quantities": [float(v) for v in guess * scale]}),
+                  Action(op="commit_plan")]
+        return {"posted_greedy": greedy, "own_optimum": myopic, "own_optimum_scaled": scaled,
+                "posted_scaled": posted}
 
     def secret_numbers(self, params: QPParams) -> list[float]:
         p = params

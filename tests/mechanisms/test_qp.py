@@ -401,7 +401,7 @@ def test_heuristics_play_within_the_budget_and_stay_between_idle_and_u_star():
         outcome = M.outcome(p)
         budget = turn_budget(M, p, outcome, 1.0)
         heuristics = M.heuristic_actions(p)
-        assert set(heuristics) == {"posted_greedy", "own_optimum"}
+        assert set(heuristics) == {"posted_greedy", "own_optimum", "own_optimum_scaled", "posted_scaled"}
         for actions in heuristics.values():
             u, turns, errors = M.play(p, actions, budget)
             assert turns <= budget and errors == 0
