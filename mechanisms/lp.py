@@ -518,9 +518,9 @@ class LP(Mechanism[LPParams]):
             caps.append(f"{per} {t}: [{', '.join(own)}]")
             resources = self._resources(p, t)
             limits.append(f"{per} {t}: " + ", ".join(
-                f"{_words(names[r['row']], v)} {p.b_ub[r['row']]:g}" for r in resources))
+                f"{_words(names[r['row']], v)}: {p.b_ub[r['row']]:g}" for r in resources))
             usage.append(f"{per} {t}: " + "; ".join(
-                f"{_words(names[r['row']], v)} [" + ", ".join(f"{p.A_ub[r['row']][j]:g}" for j in js) + "]"
+                f"{_words(names[r['row']], v)}: [" + ", ".join(f"{p.A_ub[r['row']][j]:g}" for j in js) + "]"
                 for r in resources))
         resource_rows = [r["row"] for r in rows if r["kind"] == "resource"]
         cap_values = [p.b_ub[r["row"]] / p.A_ub[r["row"]][r["var"]] for r in rows if r["kind"] == "cap"]
@@ -528,7 +528,8 @@ class LP(Mechanism[LPParams]):
             rule("structure", f"There are {p.n_products} {v['products']}, numbered 1 to {p.n_products}, and "
                  f"{p.periods} {per}(s), numbered 1 to {p.periods}. In each {per} you choose how many units of each "
                  f"{v['product']} to make (any non-negative amount, fractions allowed), from 0 to "
-                 f"{_quantity_bound(p) or 'any amount'}.", p.n_products, p.periods,
+                 f"{'any amount' if _quantity_bound(p) is None else format(_quantity_bound(p), 'g')}.",
+                 p.n_products, p.periods,
                  *([_quantity_bound(p)] if _quantity_bound(p) is not None else [])),
             probed("profits", "probe_profit", f"The true profit per unit in {v['currency']}, {v['product']} by "
                    f"{v['product']}: {'; '.join(profits)}.", p.c),
