@@ -22,8 +22,12 @@ from mechanisms.weitzman_search import (
     weitzman_expected_value,
     weitzman_policy,
 )
+from envs.admission import admit
+from envs.difficulty import informed_actions
 from schemas.envspec import Action
 from setter.corpus import VOCAB_KEYS
+from setter.spec import turn_budget
+from tests.support import make_spec
 
 M = mechanisms.get("weitzman_search")
 VOCAB = {k: k for k in VOCAB_KEYS}
@@ -206,8 +210,12 @@ def test_contract_shape():
     assert [op.name for op in ops if op.decoy] == ["read_posted_prize"]
     assert "finish" in {op.name for op in ops} and len({op.name for op in ops}) == len(ops)
     for op in ops:
-        for arg in op.args.values():
-            assert arg.type == "integer" and arg.minimum == 1 and arg.maximum == p.boxes
+        for name, arg in op.args.items():
+            if name == "thresholds":
+                assert arg.type == "array" and arg.items == "number" and arg.max_items == p.boxes
+                continue
+            assert arg.type in ("integer", "array") and arg.minimum == 1 and arg.maximum == p.boxes
+    assert [op.name for op in ops if op.kind == "decision"] == ["open_box", "open_boxes", "open_until"]
     assert M.group == "far_ood_structure" and M.version == 1
     assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
                for s, h in M.difficulty_grid)
@@ -221,11 +229,16 @@ def test_describe_states_the_known_instance_but_not_the_draws():
                             "prize_probabilities": [[0.35, 0.65], [0.5, 0.3, 0.2]], "prizes": [61, 89],
                             "posted_prizes": [55, 70]})
     text = M.describe(p, VOCAB)
-    for number in ("2 options", "fee 3,", "fee 11,", "17", "61", "23", "47", "89", "0.35", "0.65", "0.2", "55", "70"):
+    for number in ("2 options", "1: 3; 2: 11", "17 (0.35), 61 (0.65)", "23 (0.5), 47 (0.3), 89 (0.2)",
+                   "1: 55; 2: 70"):
         assert number in text
-    assert "seen only once investigated" in text
+    assert "seen only once it is investigated" in text
     assert set(M.secret_numbers(p)) >= {3, 11, 17, 61, 23, 47, 89, 0.35}
-    assert M.public_numbers(p) == [2, 1, 2]
+    assert M.public_numbers(p) == [2, 0, 1, 2]
+    facts = {f.key: f for f in M.facts(p, VOCAB)}
+    assert {"objective", "end", "budget_end"} <= facts.keys()
+    assert facts["fees"].probe == "probe_all_costs" and facts["distributions"].probe == "probe_prize_distribution"
+    assert facts["posted"].probe == "read_posted_prize"
 
 
 def test_probes_and_views_never_show_an_unopened_prize():
@@ -238,7 +251,7 @@ def test_probes_and_views_never_show_an_unopened_prize():
     replies += [M.apply(p, state, Action(op="inspect_box", args={"box": 2}))]
     assert all("61" not in json.dumps(r) and "47" not in json.dumps(r) for r in replies)
     reply = M.apply(p, state, Action(op="open_box", args={"box": 2}))
-    assert reply["prize"] == 47 and reply["best_prize"] == 47 and reply["costs_paid"] == 11
+    assert reply["prize"] == 47 and reply["best prize"] == 47 and reply["fees paid"] == 11
     assert M.apply(p, state, Action(op="inspect_box", args={"box": 2})) == {"box": 2, "open": True, "prize": 47.0}
     assert M.apply(p, state, Action(op="list_boxes"))["closed"] == [1]
     M.apply(p, state, Action(op="open_box", args={"box": 1}))
@@ -252,9 +265,8 @@ def test_default_trusts_the_sticker_and_opens_every_box_with_a_positive_posted_m
                             "prize_probabilities": [[0.5, 0.5]] * 4, "prizes": [40, 10, 25, 100],
                             "posted_prizes": [20, 50, 4, 60]})
     actions = M.default_actions(p)
-    assert actions[0].op == "read_posted_prize"
-    assert [a.args.get("box") for a in actions[1:]] == [2, 4, 1, None]  # margins 45, 30, 15; box 3 is -1
-    assert actions[-1] == Action(op="claim_best")
+    assert actions == [Action(op="open_boxes", args={"boxes": [2, 4, 1]}),  # margins 45, 30, 15; box 3 is -1
+                       Action(op="claim_best")]
     assert M.run(p, actions) == 100 - 40 and M.solve(p).u_star == 70.0
     assert not any(M.operation(p, a.op).kind == "probe" for a in actions)
 
@@ -309,11 +321,11 @@ def test_invalid_actions_raise_and_leave_the_state_unchanged():
      "one entry per prize value"),
     ({"costs": [1], "prize_values": [[1, 2]], "prize_probabilities": [[0.5, 0.5]], "prizes": [3]},
      "prize of box 1"),
-    ({"costs": [1], "prize_values": [[]], "prize_probabilities": [[]], "prizes": [1]}, "1 to 8 values"),
+    ({"costs": [1], "prize_values": [[]], "prize_probabilities": [[]], "prizes": [1]}, "1 to 10 values"),
     ({"costs": [1], "prize_values": [[1, 2]], "prize_probabilities": [[0.5, 0.5]], "prizes": [1],
       "posted_prizes": [float("nan")]}, "finite"),
     ({"costs": [], "prize_values": [], "prize_probabilities": [], "prizes": []}, "costs"),
-    ({"costs": [1] * 13, "prize_values": [[1]] * 13, "prize_probabilities": [[1]] * 13, "prizes": [1] * 13},
+    ({"costs": [1] * 25, "prize_values": [[1]] * 25, "prize_probabilities": [[1]] * 25, "prizes": [1] * 25},
      "costs"),
     ({"costs": [1], "prize_values": [[1, 2]], "prize_probabilities": [[0.5, 0.5]], "prizes": [1], "colour": 1},
      "colour"),
@@ -345,3 +357,92 @@ def test_random_actions_raise_nothing_but_action_error_and_stay_below_the_ceilin
             assert state == before
         assert M.utility(p, state) <= u_star + 1e-9
     assert 0 < errors < 1000
+
+
+# --- bulk opening, belief, the informed agent, heuristics, admission --------------------------
+
+
+def _hand_made(**changes) -> WeitzmanParams:
+    data = {"costs": [2, 2, 6], "prize_values": [[0, 90], [40, 50], [10, 20, 30]],
+            "prize_probabilities": [[0.85, 0.15], [0.5, 0.5], [0.2, 0.3, 0.5]], "prizes": [0, 50, 30]}
+    data.update(changes)
+    return M.params_from_data(data)
+
+
+def test_open_boxes_and_open_until_open_in_order_and_refuse_as_a_whole():
+    p = _hand_made()
+    state = M.initial_state(p)
+    reply = M.apply(p, state, Action(op="open_boxes", args={"boxes": [3, 1]}))
+    assert state["opened"] == [3, 1] and reply["best prize"] == 30 and reply["fees paid"] == 8
+    before = copy.deepcopy(state)
+    for bad in ([1], [2, 2], [], [4], "2"):
+        with pytest.raises(ActionError):
+            M.apply(p, state, Action(op="open_boxes", args={"boxes": bad}))
+        assert state == before
+    # open_until is Weitzman's policy in one call: it stops before box 3 once the best prize (50) reaches 18.75
+    sigmas = reservation_values(p)
+    state = M.initial_state(p)
+    M.apply(p, state, Action(op="open_until", args={"boxes": [1, 2, 3], "thresholds": sigmas}))
+    assert state["opened"] == [1, 2]
+    assert M.utility(p, state) == M.run(p, weitzman_policy(p))
+    for bad in ([1.0], [1.0, "x", 2.0], None, [1.0, float("nan"), 2.0]):
+        with pytest.raises(ActionError, match="thresholds"):
+            M.apply(p, M.initial_state(p), Action(op="open_until", args={"boxes": [1, 2, 3], "thresholds": bad}))
+    done = M.initial_state(p)
+    M.apply(p, done, Action(op="claim_best"))
+    with pytest.raises(ActionError, match="over"):
+        M.apply(p, done, Action(op="open_boxes", args={"boxes": [1]}))
+
+
+def test_a_belief_knows_no_draw_and_solves_to_weitzman_in_one_call():
+    p = _sample(11, 6, 3)
+    belief = M.believed(p, M.probe_order(p))
+    assert belief.prizes is None and belief.costs == p.costs and belief.prize_values == p.prize_values
+    solution = M.solve(belief)
+    assert solution.u_star == pytest.approx(weitzman_expected_value(p))
+    assert [a.op for a in solution.optimal_actions] in (["open_until", "claim_best"], ["finish"])
+    # played on the truth, the belief's plan is exactly Weitzman's online policy
+    assert M.run(p, solution.optimal_actions) == M.run(p, weitzman_policy(p))
+    # with no probe the belief uses no hidden value: the draws, fees and distributions may change freely
+    changed = M.params_from_data({**p.model_dump(), "costs": [c + 1 for c in p.costs],
+                                  "prizes": [row[0] + 1 for row in p.prize_values],
+                                  "prize_values": [[x + 1 for x in row] for row in p.prize_values]})
+    assert M.believed(p, []) == M.believed(changed, [])
+    assert M.believed(p, []).prize_values == [[x] for x in p.posted_prizes]
+
+
+@pytest.mark.parametrize("knobs", [(3, 3), (6, 3), (10, 6)])
+def test_the_informed_agent_plays_weitzman_when_every_probe_fits(knobs):
+    """u* is the hindsight ceiling, which no agent that has not seen the draws can aim at: with every probe the
+    informed agent plays Weitzman's online-optimal policy, the best any honest agent can do in expectation."""
+    for i in range(4):
+        p = _sample(900 + i, *knobs)
+        outcome = M.outcome(p)
+        budget = turn_budget(M, p, outcome, 1.0)
+        actions = informed_actions(M, p, budget)
+        assert len(actions) <= budget and actions[:len(M.probe_order(p))] == M.probe_order(p)
+        u, turns, errors = M.play(p, actions, budget)
+        assert errors == 0 and u == outcome.baselines["online_optimal"] <= outcome.solution.u_star
+        hindsight = _with_prizes(p, p.prizes)
+        assert M.play(hindsight, outcome.solution.optimal_actions, budget)[0] == outcome.solution.u_star
+
+
+def test_heuristics_play_within_the_idle_and_optimal_utilities():
+    for i in range(8):
+        p = _sample(950 + i, [3, 6, 10, 14][i % 4], 4)
+        outcome = M.outcome(p)
+        budget = turn_budget(M, p, outcome, 1.0)
+        heuristics = M.heuristic_actions(p)
+        assert set(heuristics) == {"best_posted", "posted_greedy"}
+        for name, actions in heuristics.items():
+            u, turns, errors = M.play(p, actions, budget)
+            assert errors == 0
+            assert min(outcome.u_idle, outcome.u0) - 1e-9 <= u <= outcome.solution.u_star + 1e-9, name
+
+
+def test_a_rendered_environment_passes_admission_with_its_difficulty_measured():
+    verdicts = [admit(make_spec("weitzman_search", i)) for i in range(6)]
+    assert sum(v.admitted for v in verdicts) >= 4, [v.reason for v in verdicts]
+    admitted = next(v for v in verdicts if v.admitted)
+    assert admitted.checks["completeness"] == "ok" and admitted.checks["prose"] == "ok"
+    assert admitted.checks["ceiling"] > 0
