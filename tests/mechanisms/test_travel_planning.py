@@ -11,9 +11,13 @@ import pytest
 
 import mechanisms
 from mechanisms.base import ActionError
+from envs.admission import admit
+from envs.difficulty import informed_actions
 from mechanisms.travel_planning import DAY_MINUTES, TravelParams, clock_text
 from schemas.envspec import Action
 from setter.corpus import VOCAB_KEYS
+from setter.spec import turn_budget
+from tests.support import make_spec
 
 M = mechanisms.get("travel_planning")
 VOCAB = {k: k for k in VOCAB_KEYS}
@@ -97,15 +101,16 @@ def test_contract_shape():
     assert len(ops) >= 10 and {op.kind for op in ops} == {"probe", "info", "decision", "clock"}
     assert len({op.name for op in ops}) == len(ops)
     assert "finish" in {op.name for op in ops} and [op.name for op in ops if op.decoy] == ["read_guidebook"]
+    assert [op.name for op in ops if any(a.type == "array" for a in op.args.values())] == ["visit_places"]
     for op in ops:
         for arg in op.args.values():
-            assert arg.type == "integer" and arg.minimum in (0, 1)
+            assert arg.type in ("integer", "array") and arg.minimum in (0, 1)
             assert arg.maximum == (DAY_MINUTES if op.name == "wait" else p.places)
     assert M.group == "external" and M.version == 1
     assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
                for s, h in M.grid())
     assert 3 <= len(M.grid()) <= 6
-    assert M.probe_allowance(p) == 3 * p.places + 2
+    assert M.probe_allowance(p) == 3 * p.places + 1 == len(M.probe_order(p))
     json.dumps(M.initial_state(p))
     json.dumps(M.solve(p).facts)
 
@@ -184,7 +189,7 @@ def test_nothing_feasible_means_staying_at_the_hotel():
     p = _day(day_end=560)
     solution = M.solve(p)
     assert solution.u_star == 0.0 and solution.optimal_actions == [Action(op="return_to_hotel")]
-    assert M.default_actions(p) == [Action(op="read_guidebook", args={"place": 1}), Action(op="return_to_hotel")]
+    assert M.default_actions(p) == [Action(op="return_to_hotel")]
 
 
 @pytest.mark.parametrize("knobs", M.difficulty_grid + [(4, 4), (4, 14), (13, 4)])
@@ -200,10 +205,9 @@ def test_replay_of_optimal_actions_gives_u_star(knobs):
 def test_default_is_greedy_by_guidebook_rating_per_hour():
     p = _sample(3)
     actions = M.default_actions(p)
-    assert actions[0].op == "read_guidebook" and actions[-1].op == "return_to_hotel"
-    assert all(a.op == "visit" for a in actions[1:-1])
+    assert [a.op for a in actions] == ["visit_places", "return_to_hotel"]
     state = M.initial_state(p)
-    for action in actions[1:-1]:
+    for action in [Action(op="visit", args={"place": j}) for j in actions[0].args["places"]]:
         rates = {}
         for j in range(1, p.places + 1):
             trial = copy.deepcopy(state)
@@ -254,13 +258,13 @@ def test_probes_report_the_right_numbers_and_change_nothing():
     state = M.initial_state(p)
     assert M.apply(p, state, Action(op="probe_enjoyment", args={"place": 3}))["enjoyment"] == p.enjoyment[2]
     details = M.apply(p, state, Action(op="probe_place_details", args={"place": 2}))
-    assert details["ticket_price"] == p.prices[1] and details["visit_minutes"] == p.durations[1]
-    assert [details["opens_minute"], details["closes_minute"]] == p.opening[1]
-    row = M.apply(p, state, Action(op="probe_travel_from", args={"origin": 0}))["travel_minutes"]
+    assert details["ticket price"] == p.prices[1] and details["visit minutes"] == p.durations[1]
+    assert [details["opens minute"], details["closes minute"]] == p.opening[1]
+    row = M.apply(p, state, Action(op="probe_travel_from", args={"origin": 0}))["travel minutes"]
     assert row == {str(j): p.travel[0][j] for j in range(1, p.places + 1)}
     terms = M.apply(p, state, Action(op="probe_day_terms"))
-    assert terms["day_start_minute"] == p.day_start and terms["budget"] == p.budget
-    assert M.apply(p, state, Action(op="read_guidebook", args={"place": 1}))["guidebook_rating"] \
+    assert terms["day start minute"] == p.day_start and terms["budget"] == p.budget
+    assert M.apply(p, state, Action(op="read_guidebook", args={"place": 1}))["guidebook rating"] \
         == p.guidebook_ratings[0]
     assert M.apply(p, state, Action(op="list_places"))["places"] == list(range(1, p.places + 1))
     assert M.apply(p, state, Action(op="view_itinerary"))["clock"] == clock_text(p.day_start)
@@ -284,7 +288,7 @@ def test_invalid_actions_raise_and_leave_the_state_unchanged():
                 M.apply(p, state, action)
             assert state == before
     state = _visit(p, [1])
-    with pytest.raises(ActionError, match="closes"):
+    with pytest.raises(ActionError, match="closing"):
         M.apply(p, state, Action(op="visit", args={"place": 2}))
 
 
@@ -317,7 +321,7 @@ def test_params_from_data_rejects_bad_data(changes, message):
 def test_the_guidebook_defaults_to_the_enjoyment():
     p = _day()
     assert p.guidebook_ratings == p.enjoyment
-    assert [a.args["place"] for a in M.default_actions(p) if a.op == "visit"][0] == 3
+    assert M.default_actions(p)[0].args["places"][0] == 3
 
 
 def test_describe_states_the_whole_instance():
@@ -325,11 +329,16 @@ def test_describe_states_the_whole_instance():
     text = M.describe(p, VOCAB)
     assert clock_text(p.day_start) in text and clock_text(p.day_end) in text and f"{p.budget:g}" in text
     for j in range(p.places):
-        assert f"site {j + 1}: enjoyment {p.enjoyment[j]:g}, ticket {p.prices[j]:g}" in text
-        assert f"open {clock_text(p.opening[j][0])}-{clock_text(p.opening[j][1])}" in text
+        assert f"{j + 1}: {p.enjoyment[j]:g}" in text and f"{j + 1}: ticket {p.prices[j]:g}, visit" in text
+        assert f"open {clock_text(p.opening[j][0])} (minute {p.opening[j][0]}) to {clock_text(p.opening[j][1])}" in text
     for i, row in enumerate(p.travel):
         assert f"from {i}: [{', '.join(str(x) for x in row)}]" in text
-    assert set(M.secret_numbers(p)) >= {*p.enjoyment, p.budget, p.day_start}
+    assert set(M.secret_numbers(p)) >= {*p.enjoyment}
+    # the day's terms are the traveller's own: stated as rules in every mode
+    assert {p.budget, p.day_start, p.day_end} <= set(M.public_numbers(p))
+    facts = {f.key: f for f in M.facts(p, VOCAB)}
+    assert {"objective", "end", "budget_end"} <= facts.keys() and facts["structure"].is_rule
+    assert facts["points"].probe == "probe_enjoyment" and facts["travel"].probe == "probe_travel_from"
     assert set(M.public_numbers(p)) >= set(range(p.places + 1))
 
 
@@ -354,3 +363,67 @@ def test_random_play_never_beats_u_star_and_failed_calls_change_nothing():
             assert state == before
         assert M.utility(p, state) <= u_star
     assert 0 < errors < 1000
+
+
+# --- bulk visits, the informed agent, belief, heuristics, admission ----------------------------
+
+
+def test_visit_places_visits_in_order_and_skips_what_cannot_be_visited():
+    p = _day(opening=[[540, 1020], [540, 600], [540, 1020]])
+    state = M.initial_state(p)
+    reply = M.apply(p, state, Action(op="visit_places", args={"places": [1, 2, 3]}))
+    assert state["visited"] == [1, 3] and reply["skipped"] == [2] and reply["position"] == 3
+    M.apply(p, state, Action(op="undo_last_step"))
+    assert state["visited"] == [1]
+    before = copy.deepcopy(state)
+    for bad in ([1], [2], [1, 1], [], [4], "3"):
+        with pytest.raises(ActionError):
+            M.apply(p, state, Action(op="visit_places", args={"places": bad}))
+        assert state == before
+    M.apply(p, state, Action(op="return_to_hotel"))
+    with pytest.raises(ActionError, match="over"):
+        M.apply(p, state, Action(op="visit_places", args={"places": [3]}))
+
+
+@pytest.mark.parametrize("knobs", [(4, 4), (6, 7), (10, 10), (13, 12)])
+def test_the_informed_agent_reaches_u_star_when_every_probe_fits(knobs):
+    for i in range(3):
+        p = _sample(700 + i, *knobs)
+        outcome = M.outcome(p)
+        budget = turn_budget(M, p, outcome, 1.0)
+        actions = informed_actions(M, p, budget)
+        assert len(actions) <= budget
+        u, turns, errors = M.play(p, actions, budget)
+        assert errors == 0 and u == pytest.approx(outcome.solution.u_star, abs=1e-9)
+
+
+def test_belief_with_every_probe_is_the_truth_and_without_probes_uses_no_hidden_value():
+    p = _sample(8, 8, 8)
+    assert M.believed(p, M.probe_order(p)) == p
+    assert M.solve(M.believed(p, M.probe_order(p))).u_star == M.solve(p).u_star
+    changed = M.params_from_data({**p.model_dump(), "enjoyment": [x + 1 for x in p.enjoyment],
+                                  "prices": [x + 1 for x in p.prices], "durations": [x + 5 for x in p.durations],
+                                  "travel": [[x + (i != j) for j, x in enumerate(row)]
+                                             for i, row in enumerate(p.travel)]})
+    assert M.believed(p, []) == M.believed(changed, [])
+    assert M.believed(p, []).enjoyment == p.guidebook_ratings
+
+
+def test_heuristics_play_within_the_idle_and_optimal_utilities():
+    for i in range(6):
+        p = _sample(800 + i, [4, 8, 12][i % 3], 8)
+        outcome = M.outcome(p)
+        budget = turn_budget(M, p, outcome, 1.0)
+        heuristics = M.heuristic_actions(p)
+        assert set(heuristics) == {"top_rated", "assessed_first"}
+        for name, actions in heuristics.items():
+            u, turns, errors = M.play(p, actions, budget)
+            assert errors == 0 and outcome.u_idle <= u <= outcome.solution.u_star + 1e-9, name
+
+
+def test_a_rendered_environment_passes_admission_with_its_difficulty_measured():
+    verdicts = [admit(make_spec("travel_planning", i)) for i in range(4)]
+    assert sum(v.admitted for v in verdicts) >= 3, [v.reason for v in verdicts]
+    admitted = next(v for v in verdicts if v.admitted)
+    assert admitted.checks["completeness"] == "ok" and admitted.checks["prose"] == "ok"
+    assert admitted.checks["ceiling"] > 0
