@@ -68,8 +68,10 @@ class ShardSpec(BaseModel):
     split: str
     index: int = Field(ge=0)
     count: int = Field(ge=1)  # admitted environments this shard must deliver
-    size: int
+    size: int  # the (first) cell's knobs
     horizon: int
+    # the size x horizon cells the shard cycles through, instance i taking cells[i % len(cells)]; None: (size, horizon)
+    cells: tuple[tuple[int, int], ...] | None = None
     setter: str = "template"
     model: str | None = None
     fallback_model: str | None = None  # tried when the model fails after its retries
@@ -79,7 +81,7 @@ class ShardSpec(BaseModel):
     @property
     def key(self) -> str:
         """A content hash: the same shard always has the same key (and file names)."""
-        unasked = {"difficulty"} if self.difficulty is None else set()
+        unasked = {name for name in ("difficulty", "cells") if getattr(self, name) is None}
         blob = json.dumps(self.model_dump(mode="json", exclude=unasked), sort_keys=True).encode()
         return f"{self.family}-{self.split}-{self.index:04d}-{hashlib.sha256(blob).hexdigest()[:12]}"
 
@@ -89,7 +91,15 @@ class ShardSpec(BaseModel):
         blob = f"{self.date}|{self.family}|{self.family_version}|{self.split}|{self.index}|{self.size}|{self.horizon}"
         if self.difficulty is not None:
             blob += f"|{self.difficulty}"
+        if self.cells is not None:
+            blob += "|" + ",".join(f"{size}x{horizon}" for size, horizon in self.cells)
         return int(hashlib.sha256(blob.encode()).hexdigest()[:15], 16)
+
+    def cell(self, index: int) -> tuple[int, int]:
+        """The (size, horizon) of the shard's instance `index`."""
+        if self.cells is None:
+            return self.size, self.horizon
+        return self.cells[index % len(self.cells)]
 
     def instance_key(self, index: int) -> str:
         return f"{self.date}/{self.family}/{self.split}/{self.index}/{index}"

@@ -22,7 +22,14 @@ from setter.base import RenderFailed
 from setter.corpus import Passage, choose_passage
 from setter.llm_client import LlmCallFailed, complete, custom_prices, llm_options, response_format, retries
 from setter.phrasebook import argument_description, argument_name, phrase, slug, vocabulary
-from setter.template import SPENDS, argument_bounds, bindable_operations, compose_instructions, observation_names
+from setter.template import (
+    SPENDS,
+    argument_bounds,
+    bindable_operations,
+    compose_instructions,
+    decoy_disclaimer,
+    observation_names,
+)
 
 # Short fields: a rendering is ~15 names and one-sentence descriptions. The limits keep a small local model's
 # answer to ~500 tokens (llama.cpp's grammar parser also refuses string limits above 1000).
@@ -172,6 +179,7 @@ def assemble(mechanism: Mechanism, params, passage: Passage, draft: RenderingDra
     """Tools bound by trusted code; a draft that binds badly is refused here with the precise reason."""
     operations = {op.name: op for op in bindable_operations(mechanism, params)}
     words = vocabulary(passage.vocab)
+    shown = observation_names(mechanism.id, words)
     if compact_drafts():
         draft = _distinct_names(mechanism, draft, words)
     tools = []
@@ -194,7 +202,8 @@ def assemble(mechanism: Mechanism, params, passage: Passage, draft: RenderingDra
                                        mechanism.id, arg, spec.description or arg).format(**words),
                                    **argument_bounds(spec)}
                       for arg, spec in op.args.items()}
-        description = (tool.description or phrase(mechanism.id, op.name, op.summary)[1].format(**words)) + SPENDS
+        description = decoy_disclaimer(op, tool.description or phrase(mechanism.id, op.name, op.summary)[1].format(
+            **words), shown) + SPENDS
         tools.append(ToolSpec(name=tool.name, description=description, kind=op.kind,
                               parameters={"type": "object", "properties": properties,
                                           "required": list(properties), "additionalProperties": False},
@@ -203,4 +212,4 @@ def assemble(mechanism: Mechanism, params, passage: Passage, draft: RenderingDra
                                                  turn_budget)
     return Rendering(domain=passage.domain, passage_id=passage.id, title=draft.title, entities=draft.entities,
                      instructions=instructions, written_prompt=written, tools=tools,
-                     observation_names=observation_names(mechanism.id, words))
+                     observation_names=shown)

@@ -27,6 +27,16 @@ from setter.phrasebook import (
 SPENDS = " Each call spends one turn."
 
 
+def decoy_disclaimer(op: OperationSpec, description: str, names: dict[str, str]) -> str:
+    """A decoy's description that names what it estimates (a model may leave it out; a phrase file says it)."""
+    if not op.decoy or not op.estimates:
+        return description
+    quantity = names.get(op.estimates, op.estimates)
+    if quantity.lower() in description.lower():
+        return description
+    return f"{description.rstrip()} It is an estimate of the {quantity}, not the true figure."
+
+
 def bindable_operations(mechanism: Mechanism, params) -> list[OperationSpec]:
     """Every operation a tool may be bound to: the mechanism's and the runtime's."""
     return [*mechanism.operations(params), *RUNTIME_OPERATIONS]
@@ -50,14 +60,15 @@ def argument_bounds(arg: ArgSpec) -> dict:
     return array
 
 
-def render_tool(family: str, op: OperationSpec, words: dict[str, str], taken: set[str]) -> ToolSpec:
+def render_tool(family: str, op: OperationSpec, words: dict[str, str], taken: set[str],
+                names: dict[str, str] | None = None) -> ToolSpec:
     name_pattern, description_pattern = phrase(family, op.name, op.summary)
     name = slug(name_pattern.format(**words))[:60]
     base, n = name, 2
     while name in taken:
         name, n = f"{base}_{n}", n + 1
     taken.add(name)
-    description = description_pattern.format(**words) + SPENDS
+    description = decoy_disclaimer(op, description_pattern.format(**words), names or {}) + SPENDS
     properties, argument_map = {}, {}
     for arg_name, arg in op.args.items():
         tool_arg = slug(argument_name(family, arg_name).format(**words))
@@ -124,8 +135,9 @@ def compose_instructions(mechanism: Mechanism, params, passage: Passage, intro: 
 def render(mechanism: Mechanism, params, passage: Passage, turn_budget: int) -> Rendering:
     """Render one solved instance in the passage's vocabulary."""
     words = vocabulary(passage.vocab)
+    names = observation_names(mechanism.id, words)
     taken: set[str] = set()
-    tools = [render_tool(mechanism.id, op, words, taken) for op in bindable_operations(mechanism, params)]
+    tools = [render_tool(mechanism.id, op, words, taken, names) for op in bindable_operations(mechanism, params)]
     goal = goal_pattern(mechanism.id, mechanism.summary)
     intro = introduction(mechanism.id, passage, words)
     instructions, written_prompt = compose_instructions(mechanism, params, passage, intro, goal.format(**words),
@@ -133,8 +145,7 @@ def render(mechanism: Mechanism, params, passage: Passage, turn_budget: int) -> 
     title = title_pattern(mechanism.id).format(**words)
     return Rendering(domain=passage.domain, passage_id=passage.id, title=title,
                      entities=entities(mechanism.id, words), instructions=instructions,
-                     written_prompt=written_prompt, tools=tools,
-                     observation_names=observation_names(mechanism.id, words))
+                     written_prompt=written_prompt, tools=tools, observation_names=names)
 
 
 class TemplateSetter:

@@ -86,16 +86,21 @@ def plan_shards(date: str | None, count: int | None = None, families: str | None
     for position, family in enumerate(names):
         mechanism = mechanisms.get(family)
         share = count // len(names) + (1 if position < count % len(names) else 0)
-        index = 0
         cells = mechanism.grid() if difficulty is None else list(mechanism.tiers()[difficulty].grid)
-        for (size, horizon), cell_count in _spread_over_grid(share, cells):
-            while cell_count > 0:
-                n = min(shard_size, cell_count)
-                shards.append(ShardSpec(date=day, family=family, family_version=mechanism.version, split=split,
-                                        index=index, count=n, size=size, horizon=horizon, setter=setter,
-                                        model=model, fallback_model=fallback_model, difficulty=difficulty))
-                cell_count -= n
-                index += 1
+        cells = cells[:share]  # a share smaller than the grid takes its easiest cells
+        index = drawn = 0
+        while share > 0:
+            n = min(shard_size, share)
+            # the family's instances cycle through its cells; a shard's cells start where the previous shard's ended
+            # (instance i of a shard takes cells[i % len(cells)]), so every cell gets an even share
+            rotated = cells[drawn % len(cells):] + cells[:drawn % len(cells)]
+            (size, horizon), spanned = rotated[0], tuple(rotated) if len(rotated) > 1 else None
+            shards.append(ShardSpec(date=day, family=family, family_version=mechanism.version, split=split,
+                                    index=index, count=n, size=size, horizon=horizon, cells=spanned, setter=setter,
+                                    model=model, fallback_model=fallback_model, difficulty=difficulty))
+            share -= n
+            drawn += n
+            index += 1
     return shards
 
 
@@ -104,12 +109,6 @@ def check_difficulty(difficulty: str | None) -> str | None:
     if difficulty is not None and difficulty not in TIERS:
         raise PlanError(f"unknown difficulty {difficulty!r}; choose one of {', '.join(TIERS)}")
     return difficulty
-
-
-def _spread_over_grid(share: int, grid: list[tuple[int, int]]) -> list[tuple[tuple[int, int], int]]:
-    """Split a family's share evenly over its difficulty cells (easy cells first take the remainder)."""
-    cells = grid[:share] if share < len(grid) else grid
-    return [(cell, share // len(cells) + (1 if i < share % len(cells) else 0)) for i, cell in enumerate(cells)]
 
 
 plan = task(name="plan", task_run_name="plan", retries=0)(plan_shards)

@@ -30,9 +30,10 @@ def sample_instances(shard: ShardSpec, start: int = 0, n: int | None = None) -> 
     instances = []
     for index in range(start, start + n):
         seed = [shard.seed, index]
-        params = mechanism.sample(np.random.default_rng(seed), shard.size, shard.horizon)
-        instances.append(Instance(key=shard.instance_key(index), index=index, seed=seed, size=shard.size,
-                                  horizon=shard.horizon, params=params.model_dump(mode="json")))
+        size, horizon = shard.cell(index)
+        params = mechanism.sample(np.random.default_rng(seed), size, horizon)
+        instances.append(Instance(key=shard.instance_key(index), index=index, seed=seed, size=size,
+                                  horizon=horizon, params=params.model_dump(mode="json")))
     return instances
 
 

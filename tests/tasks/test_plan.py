@@ -31,7 +31,7 @@ def test_train_and_held_out_instances_have_disjoint_seeds():
     seeds = {split: {s.seed for s in shards if s.split == split} for split in ("train", "held_out")}
     assert seeds["train"] and seeds["held_out"] and not seeds["train"] & seeds["held_out"]
     train = next(s for s in shards if s.split == "train")
-    held_out = next(s for s in shards if s.split == "held_out" and (s.size, s.horizon) == (train.size, train.horizon))
+    held_out = next(s for s in shards if s.split == "held_out" and s.cells == train.cells)
     a = {str(i.params) for i in sample_instances(train, n=20)}
     b = {str(i.params) for i in sample_instances(held_out, n=20)}
     assert not a & b
@@ -41,7 +41,9 @@ def test_a_familys_share_is_spread_over_every_cell_of_its_grid():
     shards = plan_shards("2026-12-01", 120, "knapsack", shard_size=15)
     cells = Counter()
     for shard in shards:
-        cells[(shard.size, shard.horizon)] += shard.count
+        for index in range(shard.count):
+            cells[shard.cell(index)] += 1
+        assert [i.size for i in sample_instances(shard, n=3)] == [shard.cell(i)[0] for i in range(3)]
     grid = mechanisms.get("knapsack").grid()
     assert set(cells) == set(grid) and (6, 5) in cells and (11, 11) in cells
     assert max(cells.values()) - min(cells.values()) <= 1 and sum(cells.values()) == 120
@@ -50,8 +52,8 @@ def test_a_familys_share_is_spread_over_every_cell_of_its_grid():
 
 
 def test_a_count_smaller_than_the_grid_uses_the_first_cells():
-    shards = plan_shards("2026-12-01", 2, "knapsack")
-    assert [(s.size, s.horizon, s.count) for s in shards] == [(6, 5, 1), (7, 6, 1)]
+    [shard] = plan_shards("2026-12-01", 2, "knapsack")
+    assert shard.count == 2 and [shard.cell(0), shard.cell(1)] == [(6, 5), (7, 6)]
 
 
 def test_a_named_plan_refuses_count_and_families():
