@@ -15,13 +15,14 @@ the end is charged as if it completed at time P = the total processing time of a
 anywhere finishes it no later, so doing nothing is worse than any complete sequence).
 u = -(sum of w_j T_j).
 
-The knobs: ``size`` is the number of jobs n (4..14); ``horizon`` is the due-date tightness level L (1..5):
+The knobs: ``size`` is the number of jobs n (4..18); ``horizon`` is the due-date tightness level L (1..5):
 the sampler draws due dates uniformly from P (1 - TF -+ 0.3) (clipped at 0, the classic tardiness-factor /
 due-date-range generator with range 0.6) with tardiness factor TF = 0.2 + 0.15 (L - 1), so level 1 is
 loose (few late jobs) and level 5 tight (most jobs late).
 
-Probing is tight: one probe reveals one job's processing time, due date and weight together (a group),
-another the total processing time; ``probe_allowance`` covers about half of the jobs.
+Probing: one probe reveals one job's processing time, due date and weight together (a group), another the
+total processing time; ``probe_allowance`` covers every probe and the difficulty tiers grant a share of it (at the
+hard and frontier tiers full information does not fit). Decisions are bulk: one call appends a list of jobs.
 
 Solved exactly by dynamic programming over subsets: the job finishing last among a set S ends at p(S), so
 f(S) = min over j in S of f(S minus j) + w_j max(0, p(S) - d_j), computed layer by layer (sets of equal
@@ -37,11 +38,12 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, require_int
+from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_int_list
+from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.registry import register
 from schemas.envspec import Action, ArgSpec, OperationSpec
 
-MAX_JOBS = 14  # the subset DP touches 2^n n (set, last job) pairs: about 230 thousand at 14 jobs
+MAX_JOBS = 18  # the subset DP touches 2^n n (set, last job) pairs: about 4.7 million at 18 jobs (0.1 s)
 DUE_DATE_RANGE = 0.6
 STICKER_REDRAWS = 24  # the sampler redraws posted due dates that would make the default near-optimal
 NEAR_OPTIMAL = 0.97  # ... that is, a default position (u0 - u_idle) / (u* - u_idle) above this
@@ -149,7 +151,7 @@ def optimal_sequence(p: TardinessParams) -> tuple[list[int], float]:
 
 class Tardiness(Mechanism[TardinessParams]):
     id = "tardiness"
-    version = 1
+    version = 2
     group = "far_ood_probe"
     summary = "sequence jobs on one machine to minimise total weighted tardiness; dynamic programming over subsets"
     Params = TardinessParams
@@ -158,8 +160,14 @@ class Tardiness(Mechanism[TardinessParams]):
     default_size = 8
     default_horizon = 3
     difficulty_grid = [(6, 2), (8, 3), (10, 3), (12, 4), (14, 5)]
+    difficulty_tiers = {
+        "easy": Tier(((4, 1), (5, 1), (6, 1)), 1.0),
+        "medium": Tier(((8, 3), (10, 3), (12, 4)), 1.0),
+        "hard": Tier(((10, 3), (11, 3)), 0.5),
+        "frontier": Tier(((16, 4), (16, 5), (18, 5)), 0.3),
+    }
     u0_band = (0.3, 0.99)
-    turn_slack = 1  # tight probe budget: the allowance covers about half of the jobs
+    turn_slack = 1  # tight probe budget: at the hard and frontier tiers probing every job does not fit
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> TardinessParams:
         n, level = int(size), int(horizon)
@@ -188,8 +196,7 @@ class Tardiness(Mechanism[TardinessParams]):
     def solve(self, params: TardinessParams) -> Solution:
         p = params
         sequence, best = optimal_sequence(p)
-        actions = [Action(op="schedule_next", args={"job": j}) for j in sequence]
-        actions.append(Action(op="release_sequence"))
+        actions = [Action(op="schedule_jobs", args={"jobs": sequence}), Action(op="release_sequence")]
         u_star = -sequence_cost(p, sequence, [])  # the replayed arithmetic, so replay reproduces u* exactly
         if abs(-u_star - best) > 1e-9 * max(1.0, best):
             raise RuntimeError(f"subset DP cost {best} differs from the replayed sequence cost {-u_star}")
@@ -202,14 +209,17 @@ class Tardiness(Mechanism[TardinessParams]):
         return float(sum(p.processing_times[j - 1] for j in sequence[: sequence.index(job) + 1]))
 
     def default_actions(self, params: TardinessParams) -> list[Action]:
-        """Earliest posted due date first (ties by job number); trusts the sticker, never probes."""
+        """Earliest posted due date first (ties by job number), appended in one call; trusts the sticker, never
+        probes."""
         p = params
         order = sorted(range(p.jobs), key=lambda j: (p.sticker_due_dates[j], j))
-        return [*(Action(op="schedule_next", args={"job": j + 1}) for j in order), Action(op="release_sequence")]
+        return [Action(op="schedule_jobs", args={"jobs": [j + 1 for j in order]}), Action(op="release_sequence")]
 
     def operations(self, params: TardinessParams) -> list[OperationSpec]:
         n = params.jobs
         job = {"job": ArgSpec(type="integer", description="job number", minimum=1, maximum=n)}
+        jobs = {"jobs": ArgSpec(type="array", items="integer", description="job numbers in the order to run them",
+                                minimum=1, maximum=n, max_items=n)}
         position = {"position": ArgSpec(type="integer", description="position in the sequence, 1 = first",
                                         minimum=1, maximum=n)}
         return [
@@ -217,11 +227,11 @@ class Tardiness(Mechanism[TardinessParams]):
                           summary="true processing time, due date and weight of one job", args=job),
             OperationSpec(name="probe_total_work", kind="probe", summary="true total processing time of all jobs"),
             OperationSpec(name="read_posted_due_date", kind="info", summary="the posted due date of one job",
-                          args=job, decoy=True),
+                          args=job, decoy=True, estimates="due_date"),
             OperationSpec(name="list_jobs", kind="info", summary="the job numbers and the jobs not yet sequenced"),
             OperationSpec(name="view_sequence", kind="info", summary="the current sequence of jobs"),
-            OperationSpec(name="schedule_next", kind="decision", summary="append one job to the end of the sequence",
-                          args=job),
+            OperationSpec(name="schedule_jobs", kind="decision",
+                          summary="append one or more jobs, in the order given, to the end of the sequence", args=jobs),
             OperationSpec(name="insert_job", kind="decision",
                           summary="insert one job at a position of the sequence (later jobs move back)",
                           args={**job, **position}),
@@ -242,7 +252,17 @@ class Tardiness(Mechanism[TardinessParams]):
         return [j for j in range(1, p.jobs + 1) if j not in state["sequence"]]
 
     def _view(self, p: TardinessParams, state: dict[str, Any]) -> dict[str, Any]:
-        return {"sequence": list(state["sequence"]), "unscheduled": self._unscheduled(p, state)}
+        return {"sequence": list(state["sequence"]), "unscheduled_jobs": self._unscheduled(p, state)}
+
+    def _ledger(self, p: TardinessParams, state: dict[str, Any]) -> dict[str, Any]:
+        """The run as a ledger states it: the sequence, the late jobs and the total weighted tardiness."""
+        clock, late = 0.0, []
+        for j in state["sequence"]:
+            clock += p.processing_times[j - 1]
+            if clock > p.due_dates[j - 1]:
+                late.append(j)
+        return {**self._view(p, state), "late_jobs": late,
+                "total_weighted_tardiness": round(-self.utility(p, state), 6)}
 
     def apply(self, params: TardinessParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
         p, op, args = params, action.op, action.args
@@ -256,12 +276,20 @@ class Tardiness(Mechanism[TardinessParams]):
             j = _require_int(args, "job", 1, p.jobs)
             return {"job": j, "posted_due_date": p.sticker_due_dates[j - 1]}
         if op == "list_jobs":
-            return {"jobs": list(range(1, p.jobs + 1)), "unscheduled": self._unscheduled(p, state)}
+            return {"jobs": list(range(1, p.jobs + 1)), "unscheduled_jobs": self._unscheduled(p, state)}
         if op == "view_sequence":
             return self._view(p, state)
-        if op in ("schedule_next", "insert_job"):
+        if op == "schedule_jobs":
+            chosen = require_int_list(args, "jobs", 1, p.jobs)
+            placed = [j for j in chosen if j in state["sequence"]]
+            if placed:
+                raise ActionError(f"job {placed[0]} is already at position {state['sequence'].index(placed[0]) + 1}")
+            state["sequence"].extend(chosen)
+            state["history"].extend(chosen)
+            return {"appended": list(chosen), **self._view(p, state)}
+        if op == "insert_job":
             j = _require_int(args, "job", 1, p.jobs)
-            k = _require_int(args, "position", 1, p.jobs) if op == "insert_job" else len(state["sequence"]) + 1
+            k = _require_int(args, "position", 1, p.jobs)
             if j in state["sequence"]:
                 raise ActionError(f"job {j} is already at position {state['sequence'].index(j) + 1}")
             if k > len(state["sequence"]) + 1:
@@ -269,7 +297,7 @@ class Tardiness(Mechanism[TardinessParams]):
                                   f"({len(state['sequence'])} jobs so far)")
             state["sequence"].insert(k - 1, j)
             state["history"].append(j)
-            return {"job": j, "position": k, "sequence": list(state["sequence"])}
+            return {"inserted": j, "position": k, **self._view(p, state)}
         if op == "undo_last":
             if not state["history"]:
                 raise ActionError("there is no added job to undo")
@@ -288,40 +316,103 @@ class Tardiness(Mechanism[TardinessParams]):
             return self._view(p, state)
         if op == "release_sequence":
             state.update(released=True, finished=True)
-            return {**self._view(p, state), "released": True, "finished": True}
+            return {**self._ledger(p, state), "finished": True}
         if op == "finish":
             state["finished"] = True
-            return {**self._view(p, state), "finished": True}
+            return {**self._ledger(p, state), "finished": True}
         raise ActionError(f"unknown operation {op!r}")
 
     def utility(self, params: TardinessParams, state: dict[str, Any]) -> float:
         return -sequence_cost(params, state["sequence"], self._unscheduled(params, state))
 
-    def describe(self, params: TardinessParams, vocab: dict[str, str]) -> str:
+    def facts(self, params: TardinessParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
-        rows = [f"{v['job']} {j + 1}: processing time {p.processing_times[j]:g}, due date {p.due_dates[j]:g}, "
-                f"weight {p.weights[j]:g}, {v['sticker']} {p.sticker_due_dates[j]:g}" for j in range(p.jobs)]
-        return (
-            f"There are {p.jobs} {v['jobs']} for one {v['machine']}. It starts at time 0 and runs the sequence "
-            f"one {v['job']} after another without breaks; a {v['job']}'s completion time is the processing time "
-            f"of itself and of every {v['job']} before it. A {v['job']} completed after its due date is late: each "
-            f"time unit of lateness costs its weight, in {v['currency']}; finishing early earns nothing. The goal "
-            f"is the smallest total weighted tardiness (the sum of weight times max(0, completion time - due "
-            f"date)). A {v['job']} left out of the sequence at the end is charged as if it completed at time "
-            f"{p.total_work:g}, the total processing time of all {v['jobs']}. {'. '.join(rows)}. The "
-            f"{v['sticker']} is a posted due date, not the true one."
-        )
+        rows = "; ".join(f"{j + 1}: {p.processing_times[j]:g}, {p.due_dates[j]:g}, {p.weights[j]:g}"
+                         for j in range(p.jobs))
+        posted = "; ".join(f"{j + 1}: {p.sticker_due_dates[j]:g}" for j in range(p.jobs))
+        return [
+            rule("structure", f"There are {p.jobs} {v['jobs']} for one {v['machine']}, numbered 1 to {p.jobs}.",
+                 p.jobs),
+            rule("timing", f"The {v['machine']} starts at time 0 and runs the sequence one {v['job']} after another "
+                 f"without breaks: each {v['job']}'s completion time is the processing time of itself and of every "
+                 f"{v['job']} before it. A {v['job']} that completes after its due date is late, and each time unit "
+                 f"of lateness costs its weight in {v['currency']}; completing early earns nothing."),
+            probed("jobs", "probe_job", f"The true processing time, due date and weight of each {v['job']}, in that "
+                   f"order: {rows}.", [x for j in range(p.jobs)
+                                       for x in (p.processing_times[j], p.due_dates[j], p.weights[j])]),
+            probed("total_work", "probe_total_work", f"The total processing time of all {v['jobs']} is "
+                   f"{p.total_work:g}.", [p.total_work]),
+            probed("posted_due_dates", "read_posted_due_date", f"The {v['sticker']} posts these due dates (an outside "
+                   f"estimate, not the true due date): {posted}.", p.sticker_due_dates),
+            rule("left_out", f"A {v['job']} left out of the sequence when the episode ends is charged as if it "
+                 f"completed at the total processing time of all {v['jobs']}, the latest any {v['job']} can "
+                 "complete."),
+            rule(OBJECTIVE, f"Your result is minus the total weighted tardiness in {v['currency']}: the sum over all "
+                 f"{v['jobs']} of weight times max(0, completion time minus due date), where a left-out "
+                 f"{v['job']} completes at the total processing time."),
+            rule(END, f"Releasing the sequence to the {v['machine']} ends the episode, and so does walking away; "
+                 "either way the sequence as it stands counts."),
+            rule(BUDGET_END, f"If the turns run out before you release, the sequence as it stands counts, and every "
+                 f"{v['job']} left out of it is charged as a left-out {v['job']}."),
+        ]
+
+    def probe_order(self, params: TardinessParams) -> list[Action]:
+        """The total work first (it fixes the mean processing time of the jobs not probed), then each job, the
+        earliest posted due date first."""
+        p = params
+        order = sorted(range(1, p.jobs + 1), key=lambda j: (p.sticker_due_dates[j - 1], j))
+        return [Action(op="probe_total_work"), *(Action(op="probe_job", args={"job": j}) for j in order)]
+
+    def believed(self, params: TardinessParams, probed: list[Action]) -> TardinessParams:
+        """Probed jobs are true; a job not probed has its posted due date, the mean weight of the probed jobs (5
+        when none is) and an equal share of the work not yet accounted for (the total work when probed, else the
+        mean processing time of the probed jobs, 10 when none is)."""
+        p = params
+        known = sorted({a.args["job"] for a in probed if a.op == "probe_job"})
+        rest = [j for j in range(1, p.jobs + 1) if j not in known]
+        weight = float(np.mean([p.weights[j - 1] for j in known])) if known else 5.0
+        processing = float(np.mean([p.processing_times[j - 1] for j in known])) if known else 10.0
+        if rest and any(a.op == "probe_total_work" for a in probed):
+            processing = max(1e-6, (p.total_work - sum(p.processing_times[j - 1] for j in known)) / len(rest))
+        pick = lambda truth, guess: [truth[j - 1] if j in known else guess[j - 1] for j in range(1, p.jobs + 1)]
+        return TardinessParams(processing_times=pick(p.processing_times, [processing] * p.jobs),
+                               due_dates=pick(p.due_dates, p.sticker_due_dates),
+                               weights=pick(p.weights, [weight] * p.jobs), sticker_due_dates=list(p.sticker_due_dates))
+
+    def heuristic_actions(self, params: TardinessParams) -> dict[str, list[Action]]:
+        """edd_surveyed: survey every job, then earliest true due date first. wspt_surveyed: survey every job, then
+        the shortest processing time per unit of weight first (Smith's rule). edd_half_surveyed: survey the half of
+        the jobs posted as due earliest, then earliest due date first (true where surveyed, posted elsewhere).
+        wspt_half_surveyed: the same surveys, the surveyed jobs first by Smith's rule, then the rest by posted due
+        date."""
+        p = params
+        jobs = range(1, p.jobs + 1)
+        surveys = [Action(op="probe_job", args={"job": j}) for j in jobs]
+        by_posted = sorted(jobs, key=lambda j: (p.sticker_due_dates[j - 1], j))
+        half = by_posted[: (p.jobs + 1) // 2]
+        known = set(half)
+        edd = sorted(jobs, key=lambda j: (p.due_dates[j - 1], j))
+        wspt = sorted(jobs, key=lambda j: (p.processing_times[j - 1] / p.weights[j - 1], j))
+        edd_half = sorted(jobs, key=lambda j: (p.due_dates[j - 1] if j in known else p.sticker_due_dates[j - 1], j))
+        wspt_half = [*sorted(half, key=lambda j: (p.processing_times[j - 1] / p.weights[j - 1], j)),
+                     *(j for j in by_posted if j not in known)]
+        half_surveys = [Action(op="probe_job", args={"job": j}) for j in half]
+        release = Action(op="release_sequence")
+        plan = lambda order: [Action(op="schedule_jobs", args={"jobs": list(order)}), release]
+        return {"edd_surveyed": [*surveys, *plan(edd)], "wspt_surveyed": [*surveys, *plan(wspt)],
+                "edd_half_surveyed": [*half_surveys, *plan(edd_half)],
+                "wspt_half_surveyed": [*half_surveys, *plan(wspt_half)]}
 
     def secret_numbers(self, params: TardinessParams) -> list[float]:
         p = params
         return [*p.processing_times, *(d for d in p.due_dates if d != 0), *p.weights, p.total_work]
 
     def public_numbers(self, params: TardinessParams) -> list[float]:
-        return [params.jobs, *range(1, params.jobs + 1)]
+        return [0, params.jobs, *range(1, params.jobs + 1)]  # 0: the time the machine starts
 
     def probe_allowance(self, params: TardinessParams) -> int:
-        """Tight: probing every job once takes n turns (plus one for the total); the allowance is about half."""
-        return (params.jobs + 1) // 2
+        """Every probe: each job once and the total work (the tiers grant a share of it)."""
+        return params.jobs + 1
 
 
 register(Tardiness())

@@ -1,4 +1,5 @@
-"""tardiness: exactness against enumeration, replay, the left-out charge, the default, refusals, data form."""
+"""tardiness: exactness against enumeration and branch and bound, replay, the left-out charge, the default, the bulk
+decision, facts, belief, the informed and heuristic agents, tiers and admission, refusals, data form."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import pytest
 
 import mechanisms
 from envs.admission import admit, hidden_leaks
+from envs.difficulty import informed_actions
 from mechanisms.base import ActionError
 from mechanisms.tardiness import TardinessParams, sequence_cost
 from schemas.envspec import Action
 from setter.corpus import VOCAB_KEYS
+from setter.spec import turn_budget
 from tests.support import make_spec
 
 M = mechanisms.get("tardiness")
@@ -64,13 +67,14 @@ def test_contract_shape():
     p = _sample(0)
     ops = M.operations(p)
     assert len(ops) >= 10 and {op.kind for op in ops} == {"probe", "info", "decision", "clock"}
-    assert [op.name for op in ops if op.decoy] == ["read_posted_due_date"]
+    assert [(op.name, op.estimates) for op in ops if op.decoy] == [("read_posted_due_date", "due_date")]
     assert "finish" in {op.name for op in ops} and len({op.name for op in ops}) == len(ops)
     for op in ops:
-        for arg in op.args.values():
-            assert arg.type == "integer" and arg.minimum == 1 and arg.maximum == p.jobs
-    assert M.group == "far_ood_probe" and M.version == 1
-    assert M.probe_allowance(p) == (p.jobs + 1) // 2  # tight: about half of the n job probes
+        for name, arg in op.args.items():
+            assert arg.minimum == 1 and arg.maximum == p.jobs
+            assert arg.type == ("array" if name == "jobs" else "integer")
+    assert M.group == "far_ood_probe" and M.version == 2
+    assert M.probe_allowance(p) == p.jobs + 1 == len(M.probe_order(p))  # every probe; the tiers grant a share
     json.dumps(M.initial_state(p))
 
 
@@ -81,7 +85,7 @@ def test_solver_matches_enumeration_of_every_sequence(i):
     assert M.solve(p).u_star == pytest.approx(_permutations(p), abs=1e-9)
 
 
-@pytest.mark.parametrize("knobs", [(9, 1), (10, 3), (10, 5), (11, 4)])
+@pytest.mark.parametrize("knobs", [(9, 1), (10, 3), (10, 5), (11, 4), (12, 3), (12, 5)])
 def test_solver_matches_branch_and_bound_on_medium_instances(knobs):
     for i in range(2):
         p = _sample(300 + i, *knobs)
@@ -101,14 +105,14 @@ def test_edge_cases():
     assert M.run(floats, M.solve(floats).optimal_actions) == M.solve(floats).u_star
 
 
-@pytest.mark.parametrize("knobs", M.grid() + [(4, 1), (14, 1), (5, 5)])
-def test_replay_of_optimal_actions_gives_u_star_exactly(knobs):
-    for i in range(3):
+@pytest.mark.parametrize("knobs", M.grid() + [(4, 1), (14, 1), (5, 5), (16, 4), (18, 5)])
+def test_replay_of_optimal_actions_gives_u_star_exactly_in_one_bulk_call(knobs):
+    for i in range(3 if knobs[0] < 16 else 1):
         p = _sample(100 + i, *knobs)
         solution = M.solve(p)
         assert M.run(p, solution.optimal_actions) == solution.u_star
-        assert solution.optimal_actions[-1].op == "release_sequence"
-        assert sorted(a.args["job"] for a in solution.optimal_actions[:-1]) == list(range(1, p.jobs + 1))
+        assert [a.op for a in solution.optimal_actions] == ["schedule_jobs", "release_sequence"]
+        assert sorted(solution.optimal_actions[0].args["jobs"]) == list(range(1, p.jobs + 1))
         json.dumps(solution.facts)
 
 
@@ -116,8 +120,11 @@ def test_left_out_jobs_are_charged_as_finishing_at_the_total_work():
     p = M.params_from_data({"processing_times": [4, 2, 6], "due_dates": [3, 11, 5], "weights": [1, 2, 3]})
     assert M.run(p, M.idle_actions(p)) == -(1 * 9 + 2 * 1 + 3 * 7)
     state = M.initial_state(p)
-    M.apply(p, state, Action(op="schedule_next", args={"job": 1}))
+    M.apply(p, state, Action(op="schedule_jobs", args={"jobs": [1]}))
     assert M.utility(p, state) == -(1 * 1 + 2 * 1 + 3 * 7)
+    ledger = M.apply(p, state, Action(op="release_sequence"))
+    assert ledger["total_weighted_tardiness"] == 1 * 1 + 2 * 1 + 3 * 7 and ledger["unscheduled_jobs"] == [2, 3]
+    assert ledger["late_jobs"] == [1]
 
 
 def test_no_partial_or_complete_state_is_worth_more_than_the_optimum():
@@ -139,7 +146,8 @@ def test_default_is_earliest_posted_due_date_below_the_optimum_inside_the_band()
     for i in range(100):
         p = _sample(i)
         o = M.outcome(p)
-        jobs = [a.args["job"] for a in o.default_actions if a.op == "schedule_next"]
+        assert [a.op for a in o.default_actions] == ["schedule_jobs", "release_sequence"]
+        jobs = o.default_actions[0].args["jobs"]
         assert [p.sticker_due_dates[j - 1] for j in jobs] == sorted(p.sticker_due_dates)
         assert o.u_idle < o.u0 < o.solution.u_star
         inside += low <= (o.u0 - o.u_idle) / (o.solution.u_star - o.u_idle) <= high
@@ -156,7 +164,7 @@ def test_the_tightness_level_makes_more_jobs_late():
 def test_decisions_insert_undo_remove_and_clear():
     p = M.params_from_data({"processing_times": [1, 2, 3, 4], "due_dates": [1, 2, 3, 4], "weights": [1, 1, 1, 1]})
     state = M.initial_state(p)
-    M.apply(p, state, Action(op="schedule_next", args={"job": 2}))
+    M.apply(p, state, Action(op="schedule_jobs", args={"jobs": [2]}))
     M.apply(p, state, Action(op="insert_job", args={"job": 4, "position": 1}))
     M.apply(p, state, Action(op="insert_job", args={"job": 1, "position": 3}))
     assert state["sequence"] == [4, 2, 1]
@@ -165,27 +173,32 @@ def test_decisions_insert_undo_remove_and_clear():
     assert state["sequence"] == [2] and state["history"] == [2]
     M.apply(p, state, Action(op="clear_sequence"))
     view = M.apply(p, state, Action(op="view_sequence"))
-    assert view == {"sequence": [], "unscheduled": [1, 2, 3, 4]}
+    assert view == {"sequence": [], "unscheduled_jobs": [1, 2, 3, 4]}
+    assert M.apply(p, state, Action(op="schedule_jobs", args={"jobs": [3, 1, 4]}))["sequence"] == [3, 1, 4]
+    assert state["history"] == [3, 1, 4] and M.apply(p, state, Action(op="undo_last"))["undone"] == 4
     assert M.apply(p, state, Action(op="finish"))["finished"] and M.finished(state)
 
 
 def test_invalid_actions_raise_and_leave_the_state_unchanged():
     p = _sample(2)
     state = M.initial_state(p)
-    M.apply(p, state, Action(op="schedule_next", args={"job": 1}))
+    M.apply(p, state, Action(op="schedule_jobs", args={"jobs": [1]}))
     empty = M.initial_state(p)
     bad = [Action(op="no_such_op"), Action(op="insert_job", args={"job": 2}),
            Action(op="insert_job", args={"job": 2, "position": 3}),
            Action(op="insert_job", args={"job": 2, "position": 0}),
-           Action(op="schedule_next", args={"job": 0}), Action(op="schedule_next", args={"job": p.jobs + 1}),
-           Action(op="schedule_next", args={"job": "2"}), Action(op="schedule_next", args={"job": 1.5}),
-           Action(op="schedule_next", args={"job": True}), Action(op="schedule_next", args={"job": float("nan")}),
+           Action(op="schedule_jobs", args={"jobs": [0]}), Action(op="schedule_jobs", args={"jobs": [p.jobs + 1]}),
+           Action(op="schedule_jobs", args={"jobs": ["2"]}), Action(op="schedule_jobs", args={"jobs": [1.5]}),
+           Action(op="schedule_jobs", args={"jobs": [True]}), Action(op="schedule_jobs", args={"jobs": [float("nan")]}),
+           Action(op="schedule_jobs", args={"jobs": 2}), Action(op="schedule_jobs", args={"jobs": []}),
+           Action(op="schedule_jobs", args={"jobs": [2, 2]}), Action(op="schedule_jobs", args={"jobs": [2, 1]}),
            Action(op="probe_job", args={"job": None}), Action(op="probe_job", args={"job": float("inf")}),
            Action(op="read_posted_due_date", args={"job": -3}), Action(op="remove_job", args={"job": 2}),
-           Action(op="schedule_next", args={"job": 1}), Action(op="insert_job", args={"job": 1, "position": 1})]
+           Action(op="schedule_jobs", args={"jobs": [1]}), Action(op="insert_job", args={"job": 1, "position": 1})]
     for s in (state, empty):
         for action in bad:
-            if s is empty and action.args.get("job") == 1 and action.args.get("position", 1) == 1:
+            if s is empty and (action.args.get("job") == 1 and action.args.get("position", 1) == 1
+                               or action.args.get("jobs") in ([1], [2, 1])):
                 continue  # adding job 1 to an empty sequence is valid
             before = copy.deepcopy(s)
             with pytest.raises(ActionError):
@@ -207,7 +220,7 @@ def test_invalid_actions_raise_and_leave_the_state_unchanged():
     ({"processing_times": [1, 2], "due_dates": [1, 2], "weights": [1, 1], "sticker_due_dates": [1, -1]},
      "sticker_due_dates must be non-negative"),
     ({"processing_times": [], "due_dates": [], "weights": []}, "processing_times"),
-    ({"processing_times": [1] * 15, "due_dates": [1] * 15, "weights": [1] * 15}, "processing_times"),
+    ({"processing_times": [1] * 19, "due_dates": [1] * 19, "weights": [1] * 19}, "processing_times"),
     ({"processing_times": [1, 2], "due_dates": [1, 2], "weights": [1, 1], "colour": "red"}, "colour"),
 ])
 def test_params_from_data_rejects_bad_data(data, message):
@@ -220,13 +233,25 @@ def test_the_sticker_defaults_to_the_true_due_dates():
     assert p.sticker_due_dates == [3.0, 0.0]
 
 
-def test_describe_states_the_whole_instance_and_the_hidden_mode_leaks_nothing():
+def test_facts_state_the_whole_instance_the_left_out_charge_and_the_hidden_mode_leaks_nothing():
+    from mechanisms.facts import REQUIRED_RULES
+
     p = _sample(3)
+    facts = M.facts(p, VOCAB)
     text = M.describe(p, VOCAB)
     assert f"There are {p.jobs} jobs for one machine" in text
     for j in range(p.jobs):
-        assert (f"job {j + 1}: processing time {p.processing_times[j]:g}, due date {p.due_dates[j]:g}, "
-                f"weight {p.weights[j]:g}, sticker {p.sticker_due_dates[j]:g}") in text
+        assert f"{j + 1}: {p.processing_times[j]:g}, {p.due_dates[j]:g}, {p.weights[j]:g}" in text
+        assert f"{j + 1}: {p.sticker_due_dates[j]:g}" in text
+    keys = {fact.key for fact in facts}
+    assert set(REQUIRED_RULES) | {"left_out", "total_work", "jobs", "timing"} <= keys
+    total = next(f for f in facts if f.key == "total_work")
+    assert total.probe == "probe_total_work" and total.numbers == (p.total_work,)
+    assert "total processing time" in next(f for f in facts if f.key == "left_out").statement
+    public = {round(float(x), 6) for x in M.public_numbers(p)}
+    covered = {round(x, 6) for fact in facts for x in fact.numbers}
+    assert {round(x, 6) for x in M.secret_numbers(p)} - public <= covered
+    assert all({round(x, 6) for x in f.numbers} <= public for f in facts if f.is_rule)
     assert set(M.secret_numbers(p)) >= set(p.processing_times) | set(p.weights)
     for i in range(3):
         spec = make_spec("tardiness", i)
@@ -246,6 +271,8 @@ def test_a_thousand_random_actions_raise_nothing_but_action_error():
         op = ops[int(rng.integers(len(ops)))]
         args = {name: (int(rng.integers(0, spec.maximum + 2)) if rng.random() < 0.9 else "x")
                 for name, spec in op.args.items()}
+        if "jobs" in args and rng.random() < 0.9:
+            args["jobs"] = [int(x) for x in rng.integers(0, p.jobs + 2, int(rng.integers(0, 4)))]
         before = copy.deepcopy(state)
         try:
             json.dumps(M.apply(p, state, Action(op=op.name, args=args)))
@@ -255,3 +282,99 @@ def test_a_thousand_random_actions_raise_nothing_but_action_error():
         json.dumps(state)
         assert M.utility(p, state) <= u_star + 1e-9
     assert 0 < errors < 1000
+
+
+def test_the_tiers_grant_a_share_of_every_probe_and_stay_within_the_knobs():
+    tiers = M.tiers()
+    assert tiers["easy"].probe_share == tiers["medium"].probe_share == 1.0
+    assert 0 < tiers["frontier"].probe_share < tiers["hard"].probe_share < 1.0
+    for tier in tiers.values():
+        for size, horizon in tier.grid:
+            assert M.size_range[0] <= size <= M.size_range[1] and M.horizon_range[0] <= horizon <= M.horizon_range[1]
+
+
+def _budget(p, share: float = 1.0) -> int:
+    return turn_budget(M, p, M.outcome(p), share)
+
+
+@pytest.mark.parametrize("knobs", [(5, 1), (8, 3), (12, 4), (16, 5)])
+def test_the_informed_agent_reaches_one_when_every_probe_fits(knobs):
+    for i in range(3 if knobs[0] < 16 else 1):
+        p = _sample(400 + i, *knobs)
+        budget = _budget(p)
+        actions = informed_actions(M, p, budget)
+        assert len(actions) <= budget
+        u, _, errors = M.play(p, actions, budget)
+        assert errors == 0 and u == pytest.approx(M.solve(p).u_star, abs=1e-9)
+
+
+def test_belief_with_every_probe_is_the_truth_and_with_none_uses_no_hidden_value():
+    for i in range(5):
+        p = _sample(500 + i, 10, 3)
+        assert M.believed(p, M.probe_order(p)) == p
+        blind = M.believed(p, [])
+        assert blind.due_dates == p.sticker_due_dates
+        changed = p.model_copy(update={"processing_times": [x + 3 for x in p.processing_times],
+                                       "due_dates": [x + 5 for x in p.due_dates],
+                                       "weights": [x * 2 for x in p.weights]})
+        assert M.believed(changed, []) == blind
+        some = M.probe_order(p)[:4]
+        partly = M.believed(p, some)
+        for action in some[1:]:
+            j = action.args["job"] - 1
+            assert (partly.processing_times[j], partly.due_dates[j], partly.weights[j]) == (
+                p.processing_times[j], p.due_dates[j], p.weights[j])
+        assert sum(partly.processing_times) == pytest.approx(p.total_work)  # the total work was probed first
+
+
+@pytest.mark.parametrize("knobs", [(5, 1), (10, 3), (16, 5)])
+def test_heuristics_play_within_idle_and_optimum(knobs):
+    for i in range(3):
+        p = _sample(600 + i, *knobs)
+        o = M.outcome(p)
+        heuristics = M.heuristic_actions(p)
+        assert set(heuristics) == {"edd_surveyed", "wspt_surveyed", "edd_half_surveyed", "wspt_half_surveyed"}
+        for share in (1.0, 0.3):
+            budget = _budget(p, share)
+            for name, actions in heuristics.items():
+                u, turns, errors = M.play(p, actions, budget)
+                assert errors == 0 and turns <= budget
+                assert o.u_idle - 1e-9 <= u <= o.solution.u_star + 1e-9, name
+
+
+@pytest.mark.parametrize("tier", ["easy", "medium", "hard", "frontier"])
+def test_rendered_environments_are_admitted_without_leaks_at_every_tier(tier):
+    admitted = 0
+    cells = M.tiers()[tier].grid
+    for i in range(8):
+        spec = make_spec("tardiness", i, *cells[i % len(cells)], tier=tier)
+        assert hidden_leaks(spec) == []
+        verdict = admit(spec)
+        assert verdict.admitted or verdict.check in ("difficulty", "C2", "ceiling"), verdict.reason
+        admitted += verdict.admitted
+    assert admitted >= 1
+
+
+@pytest.mark.parametrize("tier", ["hard", "frontier"])
+def test_the_turn_budget_never_lets_an_agent_probe_everything_and_still_act(tier):
+    assert M.turn_slack == 1
+    for size, horizon in M.tiers()[tier].grid:
+        spec = make_spec("tardiness", 0, size, horizon, tier=tier)
+        p = M.params_from_data(spec.params)
+        assert spec.turn_budget - len(spec.reference.optimal_actions) < p.jobs + 1
+        assert spec.difficulty.facts_fit < 1
+
+
+@pytest.mark.parametrize("tier", ["hard", "frontier"])
+def test_the_informed_agent_beats_the_default_on_admitted_tight_budget_instances(tier):
+    admitted = 0
+    cells = M.tiers()[tier].grid
+    for i in range(8):
+        spec = make_spec("tardiness", i, *cells[i % len(cells)], tier=tier)
+        if not admit(spec).admitted:
+            continue
+        admitted += 1
+        p = M.params_from_data(spec.params)
+        u, _, _ = M.play(p, spec.reference.informed_actions, spec.turn_budget)
+        assert u > spec.reference.u0 and spec.difficulty.informed_score >= 0.05
+    assert admitted >= 2
