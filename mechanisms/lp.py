@@ -103,7 +103,22 @@ class LPParams(BaseModel):
         return (period - 1) * self.n_products + (product - 1)
 
 
+_ROWS_MEMORY: dict[int, tuple[LPParams, list[dict[str, Any]]]] = {}
+
+
 def _rows(p: LPParams) -> list[dict[str, Any]]:
+    """Every row's structural role and name (remembered per parameters object: the dynamics ask for it often)."""
+    kept = _ROWS_MEMORY.get(id(p))
+    if kept is not None and kept[0] is p:
+        return kept[1]
+    if len(_ROWS_MEMORY) >= 64:
+        _ROWS_MEMORY.clear()
+    rows = _structure(p)
+    _ROWS_MEMORY[id(p)] = (p, rows)
+    return rows
+
+
+def _structure(p: LPParams) -> list[dict[str, Any]]:
     """Every row's structural role and name: demand cap, resource of one period, or shared resource."""
     a = np.asarray(p.A_ub, dtype=float)
     rows: list[dict[str, Any]] = []
