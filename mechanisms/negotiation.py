@@ -144,7 +144,7 @@ class Negotiation(Mechanism[NegotiationParams]):
     difficulty_tiers = {
         "easy": Tier(((5, 2), (7, 2), (5, 3)), 1.0),
         "medium": Tier(tuple(difficulty_grid), 1.0),
-        "hard": Tier(((31, 8), (41, 10), (61, 12)), 0.6),
+        "hard": Tier(((31, 8), (41, 10), (61, 12)), 0.7),
         "frontier": Tier(((61, 16), (81, 20)), 0.3),
     }
     u0_band = (-0.3, 0.95)
