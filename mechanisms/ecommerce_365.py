@@ -55,7 +55,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, require_int
+from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_int_list
+from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.registry import register
 from schemas.envspec import Action, ArgSpec, OperationSpec
 
@@ -66,6 +67,11 @@ MAX_LEVELS = 6
 MAX_RANGE = 92  # days per probe or forecast read
 SAMPLE_REDRAWS = 40
 TIE = 1e-9
+# what an agent believes of a figure it has not probed (no sticker posts it): middling values of the kind the family
+# draws, never the instance's own
+PRIOR_UNIT_COST, PRIOR_FIXED_COST, PRIOR_HOLDING, PRIOR_LEAD = 20.0, 100.0, 0.1, 3
+PRIOR_AD_COSTS, PRIOR_AD_RESPONSE = (20.0, 50.0, 90.0), (120, 140, 160)
+PRIOR_CASH = 10.0**9
 METHOD = ("Wagner-Whitin lot-sizing DP per product over order intervals (best price/ad per day given the "
           "holding age) on the bankruptcy-free relaxation; replayed plan certified free of bankruptcy")
 
@@ -171,7 +177,16 @@ def _fresh_state(p: EcommerceParams) -> dict[str, Any]:
     n = p.products
     return {"day": 0, "cash": float(p.initial_cash), "stock": [0] * n, "price": [p.price_levels // 2] * n,
             "ads": [0] * n, "pending": [0] * n, "pipeline": [], "negative_days": 0, "bankrupt": False,
-            "bankrupt_day": None, "finished": False}
+            "bankrupt_day": None, "finished": False, "scheduled": {}}
+
+
+def _open_day(p: EcommerceParams, st: dict[str, Any]) -> None:
+    """Apply what the plans scheduled for the day that just opened: levels, and orders added to its pending ones."""
+    for i, kind, value in st["scheduled"].pop(str(st["day"]), []):
+        if kind == "orders":
+            st["pending"][i] += value
+        else:
+            st[kind][i] = value
 
 
 def _close_day(p: EcommerceParams, st: dict[str, Any]) -> list[int]:
@@ -209,6 +224,8 @@ def _close_day(p: EcommerceParams, st: dict[str, Any]) -> list[int]:
         st.update(bankrupt=True, bankrupt_day=d, finished=True)
     elif d >= p.horizon:
         st["finished"] = True
+    elif st["scheduled"]:
+        _open_day(p, st)
     return sold
 
 
@@ -216,6 +233,7 @@ def _autopilot(p: EcommerceParams, st: dict[str, Any]) -> None:
     """The rest of the run with current prices, advertising off and no new orders."""
     st["ads"] = [0] * p.products
     st["pending"] = [0] * p.products
+    st["scheduled"] = {}
     while not st["finished"]:
         _close_day(p, st)
 
@@ -270,8 +288,9 @@ def _product_plan(p: EcommerceParams, i: int) -> tuple[float, list[tuple[int, in
     return float(F[T]), sorted(intervals)
 
 
-def _plan_actions(p: EcommerceParams, intervals: list[list[tuple[int, int]]]) -> list[Action]:
-    """The day-by-day actions of the relaxed optimum: settings only when they change, merged clock steps.
+def _daily_plan(p: EcommerceParams, intervals: list[list[tuple[int, int]]]
+                ) -> tuple[list[list[int]], dict[int, list[tuple[int, int]]]]:
+    """The relaxed optimum day by day: each product's (price, ad) pair per day and the orders placed per day.
 
     Each covered day takes its best (price, ad) pair for the holding age of its units; among pairs within
     TIE of the best it keeps the current setting, then the current price level. Uncovered days switch
@@ -305,6 +324,45 @@ def _plan_actions(p: EcommerceParams, intervals: list[list[tuple[int, int]]]) ->
             if quantity > 0:
                 orders.setdefault(j - p.lead_time[i], []).append((i, quantity))
         choices.append(picked)
+    return choices, orders
+
+
+def _bulk_actions(p: EcommerceParams, intervals: list[list[tuple[int, int]]]) -> list[Action]:
+    """The relaxed optimum as a few calls: per product its price plan, advertising plan and order plan (each only
+    when it changes something, trailing repeats left out), then every day closed in one call."""
+    choices, orders = _daily_plan(p, intervals)
+    A = p.ad_levels
+    actions: list[Action] = []
+    for i in range(p.products):
+        prices = [c // A + 1 for c in choices[i]]
+        ads = [c % A + 1 for c in choices[i]]
+        quantities = [0] * p.horizon
+        for d, placed in orders.items():
+            for j, quantity in placed:
+                if j == i:
+                    quantities[d] += quantity
+        if any(level != p.price_levels // 2 + 1 for level in prices):
+            actions.append(Action(op="plan_prices", args={"product": i + 1, "levels": _trimmed(prices)}))
+        if any(level != 1 for level in ads):
+            actions.append(Action(op="plan_ads", args={"product": i + 1, "levels": _trimmed(ads)}))
+        if any(quantities):
+            actions.append(Action(op="plan_orders", args={"product": i + 1,
+                                                          "quantities": _trimmed(quantities, zeros=True)}))
+    return [*actions, _advance(p.horizon)]
+
+
+def _trimmed(values: list[int], zeros: bool = False) -> list[int]:
+    """A plan without its tail: trailing repeats of a level (it stays in force), or trailing zero orders."""
+    end = len(values)
+    while end > 1 and (values[end - 1] == 0 if zeros else values[end - 1] == values[end - 2]):
+        end -= 1
+    return values[:end]
+
+
+def _plan_actions(p: EcommerceParams, intervals: list[list[tuple[int, int]]]) -> list[Action]:
+    """The relaxed optimum as day-by-day calls: settings only when they change, merged clock steps."""
+    T, n, A = p.horizon, p.products, p.ad_levels
+    choices, orders = _daily_plan(p, intervals)
     settings = [(p.price_levels // 2) * A] * n
     actions: list[Action] = []
     idle = 0
@@ -328,6 +386,14 @@ def _plan_actions(p: EcommerceParams, intervals: list[list[tuple[int, int]]]) ->
     if idle:
         actions.append(_advance(idle))
     return actions
+
+
+def _prior_prices(unit_cost: float, levels: int) -> tuple[list[float], list[int]]:
+    """A middling price ladder over a unit cost and its demand percentages (elasticity 1.9 around the middle)."""
+    ladder = [1.35, 1.7, 2.05, 2.5, 3.0, 3.6][:levels]
+    prices = [float(round(unit_cost * x)) + k for k, x in enumerate(ladder)]
+    response = [int(min(1000, max(1, round(100 * (x / prices[levels // 2]) ** -1.9)))) for x in prices]
+    return prices, response
 
 
 def _num(x: float) -> str:
@@ -459,7 +525,7 @@ class Ecommerce365(Mechanism[EcommerceParams]):
             value, product_intervals = _product_plan(p, i)
             bound += value
             intervals.append(product_intervals)
-        actions = _plan_actions(p, intervals)
+        actions = _bulk_actions(p, intervals)
         replay = _replay(p, actions, self)
         state = replay["state"]
         if state["bankrupt"]:
@@ -481,7 +547,7 @@ class Ecommerce365(Mechanism[EcommerceParams]):
         p = params
         n, T = p.products, p.horizon
         mid = p.ad_levels // 2
-        actions = [Action(op="read_forecast", args={"product": 1, "first_day": 1, "last_day": min(T, MAX_RANGE)})]
+        actions = [Action(op="read_forecast", args={"product": 1, "first_day": 1})]
         state = _fresh_state(p)
         for i in range(n):
             if p.sticker_price_level[i] - 1 != state["price"][i]:
@@ -489,10 +555,9 @@ class Ecommerce365(Mechanism[EcommerceParams]):
             if mid != state["ads"][i]:
                 actions.append(Action(op="set_ads", args={"product": i + 1, "level": mid + 1}))
             state["price"][i], state["ads"][i] = p.sticker_price_level[i] - 1, mid
-        idle = 0
+        quantities = [[0] * T for _ in range(n)]
         while not state["finished"]:
             d = state["day"]
-            today = []
             for i in range(n):
                 lead = p.lead_time[i]
                 if d + lead > T - 1:
@@ -500,19 +565,13 @@ class Ecommerce365(Mechanism[EcommerceParams]):
                 on_order = sum(e[2] for e in state["pipeline"] if e[1] == i)
                 want = sum(p.forecast[i][d:d + lead + 1])
                 quantity = min(max(want - state["stock"][i] - on_order, 0), p.max_order)
-                if quantity > 0:
-                    today.append(Action(op="order_stock", args={"product": i + 1, "quantity": quantity}))
-                    state["pending"][i] = quantity
-            if today:
-                if idle:
-                    actions.append(_advance(idle))
-                    idle = 0
-                actions.extend(today)
-            idle += 1
+                quantities[i][d] = state["pending"][i] = quantity
             _close_day(p, state)
-        if idle:
-            actions.append(_advance(idle))
-        return actions
+        for i in range(n):
+            if any(quantities[i]):
+                actions.append(Action(op="plan_orders", args={"product": i + 1,
+                                                              "quantities": _trimmed(quantities[i], zeros=True)}))
+        return [*actions, _advance(T)]
 
     # --- dynamics ---------------------------------------------------------------------------------------
     def operations(self, params: EcommerceParams) -> list[OperationSpec]:
@@ -529,6 +588,12 @@ class Ecommerce365(Mechanism[EcommerceParams]):
                            maximum=p.ad_levels)
         quantity = ArgSpec(type="integer", description="units", minimum=1, maximum=p.max_order)
         count = ArgSpec(type="integer", description="number of days to close", minimum=1, maximum=p.horizon)
+        plan = {"price": ArgSpec(type="array", items="integer", minimum=1, maximum=p.price_levels,
+                                 max_items=p.horizon, description="price level per day from today"),
+                "ads": ArgSpec(type="array", items="integer", minimum=1, maximum=p.ad_levels, max_items=p.horizon,
+                               description="advertising level per day from today"),
+                "orders": ArgSpec(type="array", items="integer", minimum=0, maximum=p.max_order,
+                                  max_items=p.horizon, description="units to order per day from today (0: none)")}
         return [
             OperationSpec(name="probe_base_demand", kind="probe",
                           summary="the base demand of one product on a range of days", args={**product, **days}),
@@ -544,9 +609,9 @@ class Ecommerce365(Mechanism[EcommerceParams]):
                           args=product),
             OperationSpec(name="probe_store_terms", kind="probe",
                           summary="the daily fee, the bankruptcy rule and the salvage value of leftover stock"),
-            OperationSpec(name="read_forecast", kind="info", decoy=True,
-                          summary="the posted demand forecast of one product on a range of days",
-                          args={**product, **days}),
+            OperationSpec(name="read_forecast", kind="info", decoy=True, estimates="base_demand",
+                          summary=f"the posted demand forecast of one product on {MAX_RANGE} days from a first day",
+                          args={**product, "first_day": days["first_day"]}),
             OperationSpec(name="view_account", kind="info",
                           summary="today's date, cash balance, days in the red, stock and current settings"),
             OperationSpec(name="view_pipeline", kind="info", summary="orders on the way and today's pending orders"),
@@ -558,6 +623,12 @@ class Ecommerce365(Mechanism[EcommerceParams]):
                           args={**product, "quantity": quantity}),
             OperationSpec(name="cancel_order", kind="decision", summary="cancel today's pending order of one product",
                           args=product),
+            OperationSpec(name="plan_prices", kind="decision", args={**product, "levels": plan["price"]},
+                          summary="set the price level of one product for today and the days after, one per day"),
+            OperationSpec(name="plan_ads", kind="decision", args={**product, "levels": plan["ads"]},
+                          summary="set the advertising level of one product for today and the days after"),
+            OperationSpec(name="plan_orders", kind="decision", args={**product, "quantities": plan["orders"]},
+                          summary="the orders of one product for today and the days after, one per day"),
             OperationSpec(name="advance_day", kind="clock",
                           summary="close today: serve demand, book costs, send today's orders"),
             OperationSpec(name="advance_days", kind="clock", summary="close several days in a row with the same "
@@ -572,12 +643,15 @@ class Ecommerce365(Mechanism[EcommerceParams]):
     def apply(self, params: EcommerceParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
         p, op, args = params, action.op, action.args
         n, T = p.products, p.horizon
-        if op == "probe_base_demand" or op == "read_forecast":
+        if op == "read_forecast":  # one argument less than the probe: every call of it is valid
+            i = require_int(args, "product", 1, n) - 1
+            first = require_int(args, "first_day", 1, T)
+            last = min(T, first + MAX_RANGE - 1)
+            return {"product": i + 1, "first_day": first, "forecast": p.forecast[i][first - 1:last],
+                    "at_price_level": p.sticker_price_level[i], "at_ad_level": p.ad_levels // 2 + 1}
+        if op == "probe_base_demand":
             i = require_int(args, "product", 1, n) - 1
             first, last = self._range(args, T)
-            if op == "read_forecast":
-                return {"product": i + 1, "first_day": first, "forecast": p.forecast[i][first - 1:last],
-                        "at_price_level": p.sticker_price_level[i], "at_ad_level": p.ad_levels // 2 + 1}
             return {"product": i + 1, "first_day": first, "base_demand": p.base_demand[i][first - 1:last]}
         if op in ("probe_costs", "probe_lead_time", "probe_price_response", "probe_ad_response"):
             i = require_int(args, "product", 1, n) - 1
@@ -606,7 +680,8 @@ class Ecommerce365(Mechanism[EcommerceParams]):
         if op == "view_pipeline":
             return {"on_the_way": [{"product": e[1] + 1, "arrives_day": e[0] + 1, "quantity": e[2]}
                                    for e in state["pipeline"]], "pending_today": list(state["pending"])}
-        if op in ("set_price", "set_ads", "order_stock", "cancel_order", "advance_day", "advance_days", "finish"):
+        if op in ("set_price", "set_ads", "order_stock", "cancel_order", "advance_day", "advance_days", "finish",
+                  "plan_prices", "plan_ads", "plan_orders"):
             return self._act(p, state, op, args)
         raise ActionError(f"unknown operation {op!r}")
 
@@ -641,6 +716,8 @@ class Ecommerce365(Mechanism[EcommerceParams]):
                 raise ActionError(f"today's order would total {total} units; the most per order is {p.max_order}")
             state["pending"][i] = total
             return {"product": i + 1, "pending_order": total}
+        if op in ("plan_prices", "plan_ads", "plan_orders"):
+            return self._plan(p, state, op, args)
         if op == "cancel_order":
             i = require_int(args, "product", 1, n) - 1
             if state["pending"][i] == 0:
@@ -652,22 +729,59 @@ class Ecommerce365(Mechanism[EcommerceParams]):
             left = T - state["day"]
             if days > left:
                 raise ActionError(f"only {left} day(s) are left to close")
-            first = state["day"] + 1
+            first, before = state["day"] + 1, state["cash"]
             sold = [0] * n
             for _ in range(days):
                 for i, s in enumerate(_close_day(p, state)):
                     sold[i] += s
                 if state["finished"]:
                     break
-            return self._report(state, first, sold)
+            return self._report(state, first, sold, before)
         # finish
-        first = state["day"] + 1
+        first, before = state["day"] + 1, state["cash"]
         _autopilot(p, state)
-        return {**self._report(state, first, None), "autopilot": True}
+        return {**self._report(state, first, None, before), "autopilot": True}
 
     @staticmethod
-    def _report(state: dict[str, Any], first: int, sold: list[int] | None) -> dict[str, Any]:
-        report: dict[str, Any] = {"closed_days": [first, state["day"]], "cash": round(state["cash"], 6),
+    def _plan(p: EcommerceParams, state: dict[str, Any], op: str, args: dict[str, Any]) -> dict[str, Any]:
+        """A plan of one product from today on: its first entry takes effect now, the others on their days
+        (levels stay in force after the last entry; no orders after it). It replaces the product's earlier plan
+        of the same kind."""
+        T, today = p.horizon, state["day"]
+        i = require_int(args, "product", 1, p.products) - 1
+        left = T - today
+        if op == "plan_orders":
+            kind, values = "orders", require_int_list(args, "quantities", 0, p.max_order, distinct=False)
+        else:
+            kind = "price" if op == "plan_prices" else "ads"
+            values = require_int_list(args, "levels", 1, p.price_levels if kind == "price" else p.ad_levels,
+                                      distinct=False)
+        if len(values) > left:
+            raise ActionError(f"the plan covers {len(values)} days; only {left} day(s) are left")
+        if kind == "orders":
+            late = next((k for k, q in enumerate(values) if q > 0 and today + k + p.lead_time[i] > T - 1), None)
+            if late is not None:
+                raise ActionError(f"the order planned for day {today + late + 1} would arrive after the last day {T}")
+        scheduled = {day: [e for e in entries if not (e[0] == i and e[1] == kind)]
+                     for day, entries in state["scheduled"].items()}
+        for k, value in enumerate(values[1:], start=1):
+            if kind != "orders":
+                scheduled.setdefault(str(today + k), []).append([i, kind, value - 1])
+            elif value > 0:
+                scheduled.setdefault(str(today + k), []).append([i, kind, value])
+        state["scheduled"] = {day: entries for day, entries in scheduled.items() if entries}
+        if kind == "orders":
+            state["pending"][i] = values[0]
+            return {"product": i + 1, "pending_order": values[0], "orders_planned": sum(q > 0 for q in values),
+                    "units_planned": sum(values)}
+        state[kind][i] = values[0] - 1
+        key = "price_level" if kind == "price" else "ad_level"
+        return {"product": i + 1, key: values[0], "days_planned": len(values)}
+
+    @staticmethod
+    def _report(state: dict[str, Any], first: int, sold: list[int] | None, before: float) -> dict[str, Any]:
+        report: dict[str, Any] = {"closed_days": [first, state["day"]],
+                                  "cash_change": round(state["cash"] - before, 6), "cash": round(state["cash"], 6),
                                   "stock": list(state["stock"]), "negative_days_in_a_row": state["negative_days"],
                                   "bankrupt": state["bankrupt"], "finished": state["finished"]}
         if sold is not None:
@@ -684,30 +798,185 @@ class Ecommerce365(Mechanism[EcommerceParams]):
         _autopilot(params, rest)
         return float(rest["cash"])
 
-    # --- rendering facts --------------------------------------------------------------------------------
-    def describe(self, params: EcommerceParams, vocab: dict[str, str]) -> str:
+    # --- facts, belief, heuristics -------------------------------------------------------------------------
+    def facts(self, params: EcommerceParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
-        per = v["period"]
-        rows = []
+        T, n, per, cur, prod = p.horizon, p.products, v["period"], v["currency"], v["product"]
+        mid_price, mid_ad = p.price_levels // 2 + 1, p.ad_levels // 2 + 1
+        each = range(n)
+        costs = "; ".join(f"{i + 1}: unit cost {_num(p.unit_cost[i])}, order fee {_num(p.fixed_cost[i])}, holding "
+                          f"{_num(p.holding_cost[i])} per unit and {per}" for i in each)
+        leads = "; ".join(f"{i + 1}: {p.lead_time[i]}" for i in each)
+        prices = "; ".join(f"{i + 1}: " + ", ".join(f"{_num(x)}/{r}%" for x, r in zip(p.prices[i], p.price_response[i],
+                                                                                    strict=True)) for i in each)
+        ads = "; ".join(f"{i + 1}: " + ", ".join(f"{_num(x)}/{r}%" for x, r in zip(p.ad_costs[i], p.ad_response[i],
+                                                                                 strict=True)) for i in each)
+        demand = "; ".join(f"{i + 1}: {' '.join(map(str, p.base_demand[i]))}" for i in each)
+        sticker = ", ".join(f"{i + 1} at price level {p.sticker_price_level[i]}" for i in each)
+        return [
+            rule("structure", f"The run lasts {T} {per}s, numbered 1 to {T}. {n} {v['products']}, numbered 1 to "
+                 f"{n}, share one cash balance and start with no stock; each has {p.price_levels} price levels (1 "
+                 f"is the cheapest) and {p.ad_levels} advertising levels (1 is off), and one order is at most "
+                 f"{p.max_order} units.", T, n, p.price_levels, p.ad_levels, p.max_order),
+            rule("demand", f"The demand of a {prod} on a {per} is floor(base demand x price percent x advertising "
+                 f"percent / 10000) at its levels in force; sales = min(demand, stock). Levels stay in force until "
+                 f"changed; they start at price level {mid_price} with advertising off.", 10000, mid_price),
+            rule("cash", f"Each {per} the cash balance receives the sales and pays the advertising in force, the "
+                 f"holding cost of the stock left at the end of the {per}, every order placed that {per} (its fee "
+                 f"plus the unit cost per unit) and the {per} fee. An order arrives after its lead time, at the start "
+                 f"of that {per}, before its sales; one that would arrive after {per} {T} is refused. Leftover stock "
+                 "is worth nothing."),
+            rule("bankruptcy", f"If the cash balance is negative at the end of more than {p.grace_days} {per}s in a "
+                 f"row, {v['place']} is bankrupt and the run ends at once.", p.grace_days),
+            rule("sticker", f"The {v['sticker']} forecasts each {prod}'s demand per {per} at advertising level "
+                 f"{mid_ad} and at these price levels: {sticker}.", mid_ad, *p.sticker_price_level),
+            probed("terms", "probe_store_terms", f"The {per} fee is {_num(p.daily_fee)} {cur} and the cash "
+                   f"balance starts at {_num(p.initial_cash)} {cur}.", [p.daily_fee, p.initial_cash]),
+            probed("costs", "probe_costs", f"Costs in {cur} per {prod}: {costs}.",
+                   [*p.unit_cost, *p.fixed_cost, *p.holding_cost]),
+            probed("lead_times", "probe_lead_time", f"Lead times in {per}s per {prod}: {leads}.", p.lead_time),
+            probed("price_levels", "probe_price_response", f"Price levels (price in {cur}/percent of base demand "
+                   f"kept) per {prod}: {prices}.", [x for i in each for x in (*p.prices[i], *p.price_response[i])]),
+            probed("advertising", "probe_ad_response", f"Advertising levels (cost per {per} in {cur}/percent of "
+                   f"demand) per {prod}: {ads}.", [x for i in each for x in (*p.ad_costs[i], *p.ad_response[i])]),
+            probed("base_demand", "probe_base_demand", f"Base demand per {per}, {per} 1 to {T}, per {prod}: "
+                   f"{demand}.", [x for row in p.base_demand for x in row]),
+            rule(OBJECTIVE, f"Your result is the cash balance in {cur} after {per} {T}; if {v['place']} goes "
+                 f"bankrupt, it is the (negative) cash balance on the {per} it went bankrupt."),
+            rule(END, f"Closing {per} {T} ends the run. Handing over early runs the remaining {per}s on autopilot: "
+                 "current prices, advertising off, no new orders (orders already placed still arrive; planned ones "
+                 "and planned levels are dropped), with the same bankruptcy rule."),
+            rule(BUDGET_END, f"If the turns run out before {per} {T} is closed, the remaining {per}s run on that "
+                 f"autopilot from the current {per} on (its pending orders are dropped)."),
+        ]
+
+    def probe_order(self, params: EcommerceParams) -> list[Action]:
+        """The store terms, then per product its lead time, costs, price levels and advertising (one call each:
+        they shape every plan), then each product's base demand in ranges of MAX_RANGE days, earliest first."""
+        p = params
+        calls = [Action(op="probe_store_terms")]
+        for op in ("probe_lead_time", "probe_costs", "probe_price_response", "probe_ad_response"):
+            calls += [Action(op=op, args={"product": i + 1}) for i in range(p.products)]
+        for first in range(1, p.horizon + 1, MAX_RANGE):
+            last = min(p.horizon, first + MAX_RANGE - 1)
+            calls += [Action(op="probe_base_demand", args={"product": i + 1, "first_day": first, "last_day": last})
+                      for i in range(p.products)]
+        return calls
+
+    def believed(self, params: EcommerceParams, probed: list[Action]) -> EcommerceParams:
+        """Probed figures are true. Unprobed base demand is read back from the forecast (at its levels, with the
+        believed percentages), scaled by how far the probed days were from it; unprobed costs, levels and lead
+        times are middling priors of the kind the family draws; unprobed store terms: no fee, and the cash is
+        not in doubt (a plan that the belief would see go bankrupt is made as if it had cash enough)."""
+        p = params
+        n, T = p.products, p.horizon
+        known = {(a.op, a.args.get("product")) for a in probed}
+        days = [set() for _ in range(n)]
+        for a in probed:
+            if a.op == "probe_base_demand":
+                days[a.args["product"] - 1].update(range(a.args["first_day"] - 1, a.args["last_day"]))
+
+        def has(op: str, i: int) -> bool:
+            return (op, i + 1) in known
+
+        unit = [p.unit_cost[i] if has("probe_costs", i) else PRIOR_UNIT_COST for i in range(n)]
+        data: dict[str, Any] = {
+            "unit_cost": unit,
+            "fixed_cost": [p.fixed_cost[i] if has("probe_costs", i) else PRIOR_FIXED_COST for i in range(n)],
+            "holding_cost": [p.holding_cost[i] if has("probe_costs", i) else PRIOR_HOLDING for i in range(n)],
+            "lead_time": [p.lead_time[i] if has("probe_lead_time", i) else min(PRIOR_LEAD, T - 1) for i in range(n)],
+            "prices": [], "price_response": [], "ad_costs": [], "ad_response": [],
+        }
+        for i in range(n):
+            if has("probe_price_response", i):
+                data["prices"].append(list(p.prices[i]))
+                data["price_response"].append(list(p.price_response[i]))
+            else:
+                prices, response = _prior_prices(unit[i], p.price_levels)
+                data["prices"].append(prices)
+                data["price_response"].append(response)
+            if has("probe_ad_response", i):
+                data["ad_costs"].append(list(p.ad_costs[i]))
+                data["ad_response"].append(list(p.ad_response[i]))
+            else:
+                data["ad_costs"].append([0.0, *PRIOR_AD_COSTS][:p.ad_levels])
+                data["ad_response"].append([100, *PRIOR_AD_RESPONSE][:p.ad_levels])
+        mid = p.ad_levels // 2
+        probed_base, read_base = 0.0, 0.0
+        guesses = []
+        for i in range(n):
+            scale = data["price_response"][i][p.sticker_price_level[i] - 1] * data["ad_response"][i][mid] / 10000
+            guess = [x / scale if scale > 0 else float(x) for x in p.forecast[i]]
+            guesses.append(guess)
+            probed_base += sum(p.base_demand[i][d] for d in days[i])
+            read_base += sum(guess[d] for d in days[i])
+        ratio = probed_base / read_base if read_base > 0 else 1.0
+        base = [[p.base_demand[i][d] if d in days[i] else max(0, int(round(guesses[i][d] * ratio)))
+                 for d in range(T)] for i in range(n)]
+        for i in range(n):  # keep within the public order bound
+            top = max(data["price_response"][i]) * max(data["ad_response"][i]) / 10000
+            total = sum(base[i]) * top
+            if total > p.max_order:
+                base[i] = [d if k in days[i] else int(d * p.max_order / total) for k, d in enumerate(base[i])]
+        terms = ("probe_store_terms", None) in known
+        belief = EcommerceParams(
+            **data, base_demand=base, forecast=[list(r) for r in p.forecast],
+            sticker_price_level=list(p.sticker_price_level), daily_fee=p.daily_fee if terms else 0.0,
+            initial_cash=p.initial_cash if terms else PRIOR_CASH, grace_days=p.grace_days, max_order=p.max_order)
+        try:
+            self.solve(belief)
+        except ValueError:  # the belief's plan would go bankrupt: plan as if cash were no object
+            belief = belief.model_copy(update={"initial_cash": PRIOR_CASH})
+        return belief
+
+    def heuristic_actions(self, params: EcommerceParams) -> dict[str, list[Action]]:
+        """weekly_restock: look up each lead time, keep the starting price, advertising off, and once a week order
+        the forecast of the coming week (read at the forecast's levels, taken as it is). cheapest_weekly: the same
+        at the cheapest price level, ordering half as much again to meet the cheaper price's demand."""
+        p = params
+        calls = [Action(op="probe_lead_time", args={"product": i + 1}) for i in range(p.products)]
+        weekly = [*calls, *self._weekly(p, 1.0)]
+        cheap = [*calls, *(Action(op="set_price", args={"product": i + 1, "level": 1}) for i in range(p.products)),
+                 *self._weekly(p, 1.5)]
+        return {"weekly_restock": weekly, "cheapest_weekly": cheap, "static_weekly": self._static_weekly(p)}
+
+    def _static_weekly(self, p: EcommerceParams) -> list[Action]:
+        """static_weekly: probe every figure, keep each product at the one (price, advertising) pair that earns the
+        most over the whole run, and order once a week what that pair will sell in the week after the arrival."""
+        T, A = p.horizon, p.ad_levels
+        actions = list(self.probe_order(p))
         for i in range(p.products):
-            rows.append(
-                f"{v['product'].capitalize()} {i + 1}: unit cost {_num(p.unit_cost[i])}, order fee "
-                f"{_num(p.fixed_cost[i])}, holding {_num(p.holding_cost[i])}/unit/{per}, "
-                f"lead time {p.lead_time[i]}; prices "
-                f"{'/'.join(map(_num, p.prices[i]))} keep {'/'.join(map(str, p.price_response[i]))}% of "
-                f"demand; ads {'/'.join(map(_num, p.ad_costs[i]))} per {per} lift it to "
-                f"{'/'.join(map(str, p.ad_response[i]))}%; {v['sticker']} at price level {p.sticker_price_level[i]}; "
-                f"base demand {per}s 1-{p.horizon}: {' '.join(map(str, p.base_demand[i]))}.")
-        return (
-            f"{p.horizon} {per}s; {p.products} {v['products']} share one cash balance, {_num(p.initial_cash)} "
-            f"{v['currency']} at the start, no stock. Demand of a {v['product']} in a {per} = floor(base x price% x "
-            f"ad% / 10000) at its current levels (persistent; they start at price level {p.price_levels // 2 + 1}, ad "
-            f"level 1 = off); sales = min(demand, stock). Cash gets sales, pays ads, holding on stock left at each "
-            f"{per}'s end, orders (fee + unit cost when placed; they arrive after the lead time, before sales, never "
-            f"after the last {per}) and a fee of {_num(p.daily_fee)} per {per}. Negative cash at the end of more than "
-            f"{p.grace_days} {per}s in a row is bankruptcy and ends the run. Leftover stock is worth nothing. "
-            + " ".join(rows)
-        )
+            demand, price, ad = _menu(p, i)
+            earned = (price - p.unit_cost[i]) * demand.sum(axis=0) - ad * T
+            m = int(np.argmax(earned))
+            if m // A != p.price_levels // 2:
+                actions.append(Action(op="plan_prices", args={"product": i + 1, "levels": [m // A + 1]}))
+            if m % A:
+                actions.append(Action(op="plan_ads", args={"product": i + 1, "levels": [m % A + 1]}))
+            quantities = [0] * T
+            for d in range(0, T, 7):
+                start = d + p.lead_time[i]
+                if start <= T - 1:
+                    quantities[d] = int(demand[start:start + 7, m].sum())
+            if any(quantities):
+                actions.append(Action(op="plan_orders", args={"product": i + 1,
+                                                              "quantities": _trimmed(quantities, zeros=True)}))
+        return [*actions, _advance(T)]
+
+    @staticmethod
+    def _weekly(p: EcommerceParams, factor: float) -> list[Action]:
+        T = p.horizon
+        actions = []
+        for i in range(p.products):
+            quantities = [0] * T
+            for d in range(0, T, 7):
+                if d + p.lead_time[i] <= T - 1:
+                    start = d + p.lead_time[i]
+                    quantities[d] = int(round(factor * sum(p.forecast[i][start:start + 7])))
+            if any(quantities):
+                actions.append(Action(op="plan_orders", args={"product": i + 1,
+                                                              "quantities": _trimmed(quantities, zeros=True)}))
+        return [*actions, _advance(T)]
 
     def secret_numbers(self, params: EcommerceParams) -> list[float]:
         p = params
