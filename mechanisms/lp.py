@@ -13,9 +13,11 @@ Rows are named by their structure: a row with a single positive entry is the dem
 product in that period; any other row is a resource ("resource k of period t" when it touches one
 period only, "shared resource k" otherwise). The sampler draws, per period, 2-3 resource rows that
 every product uses, one demand cap per product, and profits that vary by period.
-Dynamics: the agent sets the quantities of the current period one product at a time; a setting that
-raises the use of some row above its limit (given committed and current quantities) is refused; a
-clock step commits the period. Solved exactly with HiGHS (``scipy.optimize.linprog``); an unbounded
+Dynamics: the agent sets the quantities of the current period one product at a time (a setting that
+raises the use of some row above its limit, given committed and current quantities, is refused) or all at
+once with ``set_plan`` (each quantity, in product order, lowered to what still fits); a clock step commits
+the period. Probes take the period they ask about, so any period can be probed at any time; the informed
+agent probes every period's limits and caps first, then profits and uses by posted profit. Solved exactly with HiGHS (``scipy.optimize.linprog``); an unbounded
 instance is rejected with ValueError("unbounded ...").
 """
 

@@ -14,6 +14,10 @@ The counterpart's behaviour is fixed by the parameters (hidden from the agent in
 - an ask above ``walkoff_price`` insults it: it breaks off for good (no deal, the round is spent);
 - in every round it stands by the counteroffer ``counteroffers[t]``, which the seller may accept.
 A rejected ask ends the round and lowers the anchor to ``min(A, ask)``.
+The rule above is stated to the agent in every mode; in hidden mode each of its parameters has its own probe
+(the reservation value, each round's base threshold, the anchoring percent, the walk-off price, each round's
+counteroffer, the round cost, the fallback value), so that no probe hands over the formula with the figures
+worked in and a tight budget forces a choice of what to learn.
 
 Parameters (the data form; all integers unless stated):
 - ``reservation_value``: the most the counterpart would ever pay (hidden)

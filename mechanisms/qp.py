@@ -18,7 +18,9 @@ Parameters (all can be given as data):
 The knobs: ``size`` is the number of products n (2..10), ``horizon`` the number of resource
 constraints m (1..6).
 Dynamics: the agent sets the quantity of one product at a time (any non-negative number up to a
-structural bound, a power of ten); a setting that would push some resource above its limit is refused;
+structural bound, a power of ten; a setting that would push some resource above its limit is refused) or
+the whole plan at once with ``set_plan`` (each quantity, in product order, lowered to what still fits);
+viewing the plan shows its profit, so an agent can check its reading of the objective (with the 1/2);
 ``commit_plan`` or ``finish`` ends the episode and the plan stands. u* is the utility of the replayed
 optimal plan.
 Solved exactly: scipy SLSQP gives a starting point; its active set (the rows within a tolerance of
