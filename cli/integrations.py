@@ -42,9 +42,13 @@ def cmd_serve_openenv(args, wh) -> int:
         raise ValueError(f"--port must be 1-65535, got {args.port}")
     if not args.max_sessions >= 1:
         raise ValueError(f"--max-sessions must be at least 1, got {args.max_sessions}")
+    from integrations.openenv_server import TaskRows
+
     modes = parse_modes(args.mode)
+    tasks = TaskRows.from_catalog(wh, args.where, modes)  # a bad --where fails here, with one line
     print(f"serving the environments of {wh.url} as OpenEnv environment 'vhdplay' on http://{args.host}:{args.port} "
-          f"(WebSocket sessions on /ws, at most {args.max_sessions}; Task API under /vhdplay/; modes "
-          f"{','.join(modes)}); Ctrl-C stops", file=sys.stderr)
-    serve(wh, host=args.host, port=args.port, max_sessions=args.max_sessions, where=args.where, modes=modes)
+          f"({sum(map(len, tasks.splits.values()))} task row(s) in split(s) {', '.join(tasks.splits) or 'none'}; "
+          f"WebSocket sessions on /ws, at most {args.max_sessions}; Task API under /vhdplay/); Ctrl-C stops",
+          file=sys.stderr)
+    serve(wh, host=args.host, port=args.port, max_sessions=args.max_sessions, tasks=tasks)
     return 0

@@ -482,12 +482,12 @@ def manifest() -> str:
 
 
 def serve(warehouse, host: str = "127.0.0.1", port: int = 8000, max_sessions: int = 256, where: str = "true",
-          modes: list[str] | tuple[str, ...] = ("hidden",)) -> None:
+          modes: list[str] | tuple[str, ...] = ("hidden",), tasks: TaskRows | None = None) -> None:
     import uvicorn
 
     from envs.catalog import load_spec
 
-    tasks = TaskRows.from_catalog(warehouse, where, modes)
+    tasks = tasks or TaskRows.from_catalog(warehouse, where, modes)
     app = create_app(lambda env_id: load_spec(env_id, warehouse), tasks, max_sessions)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, ws_max_size=1 << 20)
 
