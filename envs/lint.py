@@ -79,11 +79,11 @@ def _vocabulary(family: str, passage_id: str) -> tuple[frozenset[str], dict[str,
     """(the words of the passage's vocabulary this family names, the passage's phrases for what it does not name by
     their normalised form -> vocabulary key, one pattern matching any of those phrases as whole words)."""
     vocab = passage_vocabulary(passage_id)
-    used = family_vocabulary_keys(family)
+    used = family_vocabulary_keys(family) | {"role", "place", "organization"}  # who and where: every story's own
     own_words = frozenset().union(*(words_of(vocab[key]) for key in used if key in vocab))
     foreign: dict[str, str] = {}
     for key, phrase in vocab.items():
-        if key in used or key in ("place", "organization", "role", "order_verb"):
+        if key in used or key == "order_verb":
             continue
         phrase_words = words_of(phrase)
         if phrase_words and not phrase_words <= own_words:

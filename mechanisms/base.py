@@ -360,7 +360,7 @@ def require_number(args: dict[str, Any], name: str, low: float, high: float) -> 
     if (isinstance(value, bool) or not isinstance(value, (int, float))
             or isinstance(value, float) and not math.isfinite(value)):
         raise ActionError(f"argument {name!r} must be a number, got {_shown(value)}")
-    slack = 1e-9 * max(1.0, abs(high), abs(low))
+    slack = 1e-9 * max([1.0, *(abs(bound) for bound in (low, high) if math.isfinite(bound))])
     if not low - slack <= value <= high + slack:
         raise ActionError(f"argument {name!r} must be between {low:g} and {high:g}, got {_shown(value)}")
     return float(min(max(value, low), high))
