@@ -14,8 +14,9 @@ whole route cleared while planning; returning to the depot, or finishing, ends t
 position back to the depot + unvisited_penalty x stops not visited)``: it treats the episode as ending
 now with the vehicle driving straight home. Every state is a simple depot path, so no play can beat u*.
 The knobs: ``size`` is the number of stops n (4..24); ``horizon`` (1..12) is how many legs of the posted
-map's nearest-neighbour route the map badly understates (their true length is 2.5-4 times the posted
-one, as after a closure); it is clipped to the n+1 legs of that route.
+map's nearest-neighbour route the map badly understates (their true length is 2.5-4 times the posted one, as
+after a closure); from 6 on they are drawn from the legs of that route and of the map's shortest tour; it is
+clipped to the number of those legs.
 The sampler draws n+1 points in a 100 x 100 square; the posted map is the rounded straight-line
 distance, the true legs are 0-30 % longer (independently per direction), and the penalty is 1-1.5
 times the longest depot round trip.
@@ -48,6 +49,7 @@ from schemas.envspec import Action, ArgSpec, OperationSpec
 MAX_STOPS = 24
 HELD_KARP_STOPS = 12  # Held-Karp keeps 2^n x n path lengths (49,152 at 12 stops); the MILP solves beyond
 BAD_FACTOR = (2.5, 4.0)  # how much longer than posted a badly understated leg really is
+TOUR_CLOSURES = 6  # from this many understated legs on, they may lie on the map's shortest tour too
 REDRAWS = 24  # the sampler redraws the understated legs while the default would already be optimal
 
 
@@ -222,6 +224,19 @@ def _tour_cost(dist: np.ndarray, penalty: float, route: list[int]) -> float:
                  + penalty * (dist.shape[0] - 1 - len(route)))
 
 
+_POSTED_TOURS: dict[bytes, list[int]] = {}
+
+
+def posted_tour(posted: np.ndarray) -> list[int]:
+    """The shortest tour through every stop on the posted map (remembered: the sampler and a heuristic ask)."""
+    key = posted.tobytes()
+    if key not in _POSTED_TOURS:
+        if len(_POSTED_TOURS) > 256:
+            _POSTED_TOURS.clear()
+        _POSTED_TOURS[key] = best_route(posted, 1e9)[0]
+    return list(_POSTED_TOURS[key])
+
+
 def best_route(dist: np.ndarray, penalty: float) -> tuple[list[int], str, int]:
     """The stops of a shortest depot tour with the penalty of the skipped ones, in driving order (exact):
     (route, method, Held-Karp states or 0)."""
@@ -259,8 +274,8 @@ class Routing(Mechanism[RoutingParams]):
     difficulty_tiers = {
         "easy": Tier(((5, 1), (6, 1), (6, 2)), 1.0),
         "medium": Tier(((8, 2), (9, 3), (10, 3)), 1.0),
-        "hard": Tier(((12, 5), (13, 6), (14, 6)), 0.5),
-        "frontier": Tier(((15, 8), (16, 8), (18, 10)), 0.3),
+        "hard": Tier(((12, 5), (13, 6), (14, 5)), 0.5),
+        "frontier": Tier(((15, 10), (16, 12), (18, 12)), 0.3),
     }
     u0_band = (0.3, 0.995)
 
@@ -274,6 +289,10 @@ class Routing(Mechanism[RoutingParams]):
         base = np.where(off, np.maximum(np.round(straight * rng.uniform(1.0, 1.3, (n + 1, n + 1))), 1.0), 0.0)
         order = _nearest_neighbour(posted)
         legs = list(zip([0, *order], [*order, 0], strict=True))
+        if horizon >= TOUR_CLOSURES:  # many closures: the map's shortest tour runs into some of them too
+            tour = posted_tour(posted)
+            shared = {frozenset(leg) for leg in legs}
+            legs += [leg for leg in zip([0, *tour], [*tour, 0], strict=True) if frozenset(leg) not in shared]
         bad = min(int(horizon), len(legs))
         params = None
         for _ in range(REDRAWS):
@@ -486,8 +505,7 @@ class Routing(Mechanism[RoutingParams]):
         p = params
         n = p.stops
         posted = np.asarray(p.posted_distances, dtype=float)
-        route, _, _ = best_route(posted, 1e9)
-        tour = [Action(op="drive_route", args={"stops": route}), Action(op="return_to_depot")]
+        tour = [Action(op="drive_route", args={"stops": posted_tour(posted)}), Action(op="return_to_depot")]
         nearest, here, left = [], 0, set(range(1, n + 1))
         while left:
             nearest.append(Action(op="probe_legs_from", args={"origin": here}))

@@ -193,7 +193,7 @@ class TravelPlanning(Mechanism[TravelParams]):
         "easy": Tier(((4, 4), (4, 5), (5, 5)), 1.0),
         "medium": Tier(((5, 6), (6, 6), (6, 7)), 0.7),
         "hard": Tier(((9, 9), (10, 10), (11, 10)), 1.0),
-        "frontier": Tier(((13, 12), (14, 12)), 0.3),
+        "frontier": Tier(((13, 12), (14, 12)), 0.4),
     }
     turn_slack = 2  # so that a tier's probe share, not the slack, decides how much of the information fits
     u0_band = (0.15, 0.99)
