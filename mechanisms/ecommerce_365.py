@@ -804,35 +804,35 @@ class Ecommerce365(Mechanism[EcommerceParams]):
         T, n, per, cur, prod = p.horizon, p.products, v["period"], v["currency"], v["product"]
         mid_price, mid_ad = p.price_levels // 2 + 1, p.ad_levels // 2 + 1
         each = range(n)
-        costs = "; ".join(f"{i + 1}: unit cost {_num(p.unit_cost[i])}, order fee {_num(p.fixed_cost[i])}, holding "
-                          f"{_num(p.holding_cost[i])} per unit and {per}" for i in each)
+        costs = "; ".join(f"{i + 1}: {_num(p.unit_cost[i])}, {_num(p.fixed_cost[i])}, {_num(p.holding_cost[i])}"
+                          for i in each)
         leads = "; ".join(f"{i + 1}: {p.lead_time[i]}" for i in each)
         prices = "; ".join(f"{i + 1}: " + ", ".join(f"{_num(x)}/{r}%" for x, r in zip(p.prices[i], p.price_response[i],
                                                                                     strict=True)) for i in each)
         ads = "; ".join(f"{i + 1}: " + ", ".join(f"{_num(x)}/{r}%" for x, r in zip(p.ad_costs[i], p.ad_response[i],
                                                                                  strict=True)) for i in each)
         demand = "; ".join(f"{i + 1}: {' '.join(map(str, p.base_demand[i]))}" for i in each)
-        sticker = ", ".join(f"{i + 1} at price level {p.sticker_price_level[i]}" for i in each)
+        sticker = ", ".join(f"{p.sticker_price_level[i]} ({prod} {i + 1})" for i in each)
         return [
-            rule("structure", f"The run lasts {T} {per}s, numbered 1 to {T}. {n} {v['products']}, numbered 1 to "
-                 f"{n}, share one cash balance and start with no stock; each has {p.price_levels} price levels (1 "
-                 f"is the cheapest) and {p.ad_levels} advertising levels (1 is off), and one order is at most "
-                 f"{p.max_order} units.", T, n, p.price_levels, p.ad_levels, p.max_order),
-            rule("demand", f"The demand of a {prod} on a {per} is floor(base demand x price percent x advertising "
-                 f"percent / 10000) at its levels in force; sales = min(demand, stock). Levels stay in force until "
-                 f"changed; they start at price level {mid_price} with advertising off.", 10000, mid_price),
-            rule("cash", f"Each {per} the cash balance receives the sales and pays the advertising in force, the "
-                 f"holding cost of the stock left at the end of the {per}, every order placed that {per} (its fee "
-                 f"plus the unit cost per unit) and the {per} fee. An order arrives after its lead time, at the start "
-                 f"of that {per}, before its sales; one that would arrive after {per} {T} is refused. Leftover stock "
-                 "is worth nothing."),
+            rule("structure", f"{T} {per}s, numbered 1 to {T}; {n} {v['products']} (1 to {n}) share one cash "
+                 f"balance and start with no stock, each with {p.price_levels} price levels (1 cheapest) and "
+                 f"{p.ad_levels} advertising levels (1 off); an order is at most {p.max_order} units.",
+                 T, n, p.price_levels, p.ad_levels, p.max_order),
+            rule("demand", f"A {prod}'s demand on a {per} is floor(base demand x price percent x advertising "
+                 f"percent / 10000) at its levels in force (they start at price level {mid_price}, advertising off, "
+                 "and stay until changed); sales = min(demand, stock).", 10000, mid_price),
+            rule("cash", f"Each {per} the cash gets the sales and pays the advertising in force, holding on the stock "
+                 f"left at the {per}'s end, the orders placed (fee plus unit cost per unit) and the {per} fee. An "
+                 f"order arrives after its lead time, before that {per}'s sales, never after {per} {T}. Leftover "
+                 "stock is worth nothing."),
             rule("bankruptcy", f"If the cash balance is negative at the end of more than {p.grace_days} {per}s in a "
                  f"row, {v['place']} is bankrupt and the run ends at once.", p.grace_days),
-            rule("sticker", f"The {v['sticker']} forecasts each {prod}'s demand per {per} at advertising level "
-                 f"{mid_ad} and at these price levels: {sticker}.", mid_ad, *p.sticker_price_level),
+            rule("sticker", f"The {v['sticker']} forecasts demand at advertising level {mid_ad} and price levels "
+                 f"{sticker}.", mid_ad, *p.sticker_price_level),
             probed("terms", "probe_store_terms", f"The {per} fee is {_num(p.daily_fee)} {cur} and the cash "
                    f"balance starts at {_num(p.initial_cash)} {cur}.", [p.daily_fee, p.initial_cash]),
-            probed("costs", "probe_costs", f"Costs in {cur} per {prod}: {costs}.",
+            probed("costs", "probe_costs", f"Costs in {cur} (unit cost, order fee, holding per unit and {per}) per "
+                   f"{prod}: {costs}.",
                    [*p.unit_cost, *p.fixed_cost, *p.holding_cost]),
             probed("lead_times", "probe_lead_time", f"Lead times in {per}s per {prod}: {leads}.", p.lead_time),
             probed("price_levels", "probe_price_response", f"Price levels (price in {cur}/percent of base demand "
@@ -843,10 +843,10 @@ class Ecommerce365(Mechanism[EcommerceParams]):
                    f"{demand}.", [x for row in p.base_demand for x in row]),
             rule(OBJECTIVE, f"Your result is the cash balance in {cur} after {per} {T}; if {v['place']} goes "
                  f"bankrupt, it is the (negative) cash balance on the {per} it went bankrupt."),
-            rule(END, f"Closing {per} {T} ends the run. Handing over early runs the remaining {per}s on autopilot: "
-                 "current prices, advertising off, no new orders (orders already placed still arrive; planned ones "
-                 "and planned levels are dropped), with the same bankruptcy rule."),
-            rule(BUDGET_END, f"If the turns run out before {per} {T} is closed, the remaining {per}s run on that "
+            rule(END, f"Closing {per} {T} ends the run. Handing over early runs the other {per}s on autopilot: "
+                 "current prices, advertising off, no new or planned orders (placed ones still arrive), same "
+                 "bankruptcy rule."),
+            rule(BUDGET_END, f"If the turns run out before {per} {T} is closed, the other {per}s run on that "
                  f"autopilot from the current {per} on (its pending orders are dropped)."),
         ]
 
@@ -938,15 +938,20 @@ class Ecommerce365(Mechanism[EcommerceParams]):
         weekly = [*calls, *self._weekly(p, 1.0)]
         cheap = [*calls, *(Action(op="set_price", args={"product": i + 1, "level": 1}) for i in range(p.products)),
                  *self._weekly(p, 1.5)]
-        return {"weekly_restock": weekly, "cheapest_weekly": cheap, "static_weekly": self._static_weekly(p)}
+        return {"weekly_restock": weekly, "cheapest_weekly": cheap, "static_weekly": self._static_weekly(p),
+                "static_sampled": self._static_weekly(p, sampled=True)}
 
-    def _static_weekly(self, p: EcommerceParams) -> list[Action]:
+    def _static_weekly(self, p: EcommerceParams, sampled: bool = False) -> list[Action]:
         """static_weekly: probe every figure, keep each product at the one (price, advertising) pair that earns the
-        most over the whole run, and order once a week what that pair will sell in the week after the arrival."""
+        most over the whole run, and order once a week what that pair will sell in the week after the arrival.
+        static_sampled: the same, looking up only the first range of base demand of each product and reading the
+        rest back from the forecast."""
         T, A = p.horizon, p.ad_levels
-        actions = list(self.probe_order(p))
+        actions = [a for a in self.probe_order(p)
+                   if not sampled or a.op != "probe_base_demand" or a.args["first_day"] == 1]
+        seen = self.believed(p, actions) if sampled else p
         for i in range(p.products):
-            demand, price, ad = _menu(p, i)
+            demand, price, ad = _menu(seen, i)
             earned = (price - p.unit_cost[i]) * demand.sum(axis=0) - ad * T
             m = int(np.argmax(earned))
             if m // A != p.price_levels // 2:
