@@ -11,13 +11,16 @@ Dynamics: every machine starts at time 0 and runs the jobs appended to its queue
 without breaks, so a job's completion time C_j is the total processing time of itself and every job
 before it on its machine. The agent appends jobs to machine queues, can undo the last append, pull a job
 out of a queue or clear a queue, then starts the machines (or finishes). A job left unassigned at the end
-is charged as if it completed at time P = the total processing time of all jobs (no schedule finishes a
-job later, so doing nothing is worse than any complete schedule). u = -(sum of w_j C_j).
+is charged as if it completed at (P - p_j) / m + p_j, P the total processing time of all jobs (appending it to
+the least-loaded machine finishes it no later, so no partial schedule is worth more than the optimum). u = -(sum of w_j C_j).
 
-The knobs: ``size`` is the number of jobs n (4..12), ``horizon`` the number of machines m (1..4).
+The knobs: ``size`` is the number of jobs n (4..20; at most 14 on three or more machines), ``horizon`` the
+number of machines m (1..4).
 
-Probing is tight: one probe reveals one job's processing time and weight together (a group), another the
-total processing time; ``probe_allowance`` covers about half of the jobs.
+Probing: one probe reveals one job's processing time and weight together (a group), another the total
+processing time; ``probe_allowance`` covers every probe and the difficulty tiers grant a share of it (at the hard
+and frontier tiers full information does not fit). Decisions are bulk: one call appends a list of jobs to one
+machine's queue. The default trusts the posted estimates and, knowing no weight, treats the weights as equal.
 
 Solved exactly: on each machine Smith's rule (WSPT, ascending p_j / w_j) is optimal, so the cost of a
 machine running a set T is computed for all 2^n subsets at once by a vectorised recursion over the jobs
@@ -35,11 +38,13 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, require_int
+from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_int_list
+from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.registry import register
 from schemas.envspec import Action, ArgSpec, OperationSpec
 
-MAX_JOBS = 12  # the subset DP touches 3^n (set, subset) pairs: about half a million at 12 jobs
+MAX_JOBS = 20  # on two machines the DP peels one subset of 2^n (a million at 20 jobs)
+MAX_JOBS_MANY_MACHINES = 14  # on three or more it touches 3^n (set, subset) pairs: 4.8 million at 14 jobs
 MAX_MACHINES = 4
 STICKER_REDRAWS = 24  # the sampler redraws estimates that would make the default policy near-optimal
 NEAR_OPTIMAL = 0.97  # ... that is, a default cost below optimum / NEAR_OPTIMAL
@@ -67,6 +72,9 @@ class SchedulingParams(BaseModel):
         if len(self.sticker_processing_times) != n:
             raise ValueError(f"sticker_processing_times must have one entry per job ({n}), "
                              f"got {len(self.sticker_processing_times)}")
+        if self.machines >= 3 and n > MAX_JOBS_MANY_MACHINES:
+            raise ValueError(f"processing_times: at most {MAX_JOBS_MANY_MACHINES} jobs on three or more machines, "
+                             f"got {n}")
         for name in ("processing_times", "weights", "sticker_processing_times"):
             values = getattr(self, name)
             if not all(math.isfinite(x) for x in values):
@@ -136,7 +144,7 @@ def _single_machine_costs(p: SchedulingParams, order: list[int]) -> np.ndarray:
     return cost
 
 
-@lru_cache(maxsize=MAX_JOBS + 1)
+@lru_cache(maxsize=4)
 def _subset_pairs(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair (S, T) with T a subset of S over n bits, grouped by S: (S, T, start of each S's group)."""
     sets = np.zeros(1, dtype=np.int64)
@@ -183,7 +191,7 @@ def optimal_queues(p: SchedulingParams) -> tuple[list[list[int]], float, int]:
 
 class Scheduling(Mechanism[SchedulingParams]):
     id = "scheduling"
-    version = 1
+    version = 2
     group = "far_ood_probe"
     summary = ("assign jobs to identical parallel machines and order them to minimise total weighted completion "
                "time; Smith's rule per machine, dynamic programming over subsets")
@@ -193,8 +201,14 @@ class Scheduling(Mechanism[SchedulingParams]):
     default_size = 8
     default_horizon = 2
     difficulty_grid = [(6, 2), (8, 2), (8, 3), (10, 3), (12, 4)]
+    difficulty_tiers = {
+        "easy": Tier(((6, 2), (8, 2)), 1.0),
+        "medium": Tier(((10, 4), (11, 4), (12, 4)), 1.0),
+        "hard": Tier(((10, 3), (12, 3)), 0.5),
+        "frontier": Tier(((14, 3), (18, 2), (20, 2)), 0.3),
+    }
     u0_band = (0.3, 0.995)
-    turn_slack = 1  # tight probe budget: the allowance covers about half of the jobs
+    turn_slack = 1  # tight probe budget: at the hard and frontier tiers probing every job does not fit
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> SchedulingParams:
         n, m = int(size), int(horizon)
@@ -218,9 +232,7 @@ class Scheduling(Mechanism[SchedulingParams]):
     def solve(self, params: SchedulingParams) -> Solution:
         p = params
         queues, best, pairs = optimal_queues(p)
-        actions = [Action(op="assign_job", args={"job": j, "machine": k + 1})
-                   for k, queue in enumerate(queues) for j in queue]
-        actions.append(Action(op="start_run"))
+        actions = queue_actions(queues)
         u_star = -schedule_cost(p, queues, [])  # the replayed arithmetic, so replay reproduces u* exactly
         if abs(-u_star - best) > 1e-9 * max(1.0, best):
             raise RuntimeError(f"subset DP cost {best} differs from the replayed schedule cost {-u_star}")
@@ -229,20 +241,15 @@ class Scheduling(Mechanism[SchedulingParams]):
         return Solution(u_star, actions, "Smith's rule per machine and dynamic programming over subsets", facts)
 
     def default_actions(self, params: SchedulingParams) -> list[Action]:
-        """Smith's rule on the posted estimates, each job to the machine whose posted load is smallest."""
+        """Shortest posted estimate first (no weight is known: they count as equal), each job to the machine whose
+        posted load is smallest; one bulk call per machine."""
         p = params
-        order = sorted(range(p.jobs), key=lambda j: (p.sticker_processing_times[j] / p.weights[j], j))
-        loads = [0.0] * p.machines
-        actions = []
-        for j in order:
-            k = min(range(p.machines), key=lambda i: (loads[i], i))
-            loads[k] += p.sticker_processing_times[j]
-            actions.append(Action(op="assign_job", args={"job": j + 1, "machine": k + 1}))
-        actions.append(Action(op="start_run"))
-        return actions
+        return queue_actions(list_schedule(p.machines, p.sticker_processing_times, [1.0] * p.jobs))
 
     def operations(self, params: SchedulingParams) -> list[OperationSpec]:
         job = {"job": ArgSpec(type="integer", description="job number", minimum=1, maximum=params.jobs)}
+        jobs = {"jobs": ArgSpec(type="array", items="integer", description="job numbers in the order to run them",
+                                minimum=1, maximum=params.jobs, max_items=params.jobs)}
         machine = {"machine": ArgSpec(type="integer", description="machine number", minimum=1,
                                       maximum=params.machines)}
         return [
@@ -251,13 +258,14 @@ class Scheduling(Mechanism[SchedulingParams]):
             OperationSpec(name="probe_total_work", kind="probe",
                           summary="true total processing time of all jobs"),
             OperationSpec(name="read_sticker", kind="info", summary="the posted processing-time estimate of one job",
-                          args=job, decoy=True),
+                          args=job, decoy=True, estimates="processing_time"),
             OperationSpec(name="list_jobs", kind="info",
                           summary="the job numbers, the number of machines and the jobs not yet assigned"),
             OperationSpec(name="view_schedule", kind="info", summary="the queue of jobs on every machine"),
-            OperationSpec(name="assign_job", kind="decision", summary="append one job to the end of a machine's queue",
-                          args={**job, **machine}),
-            OperationSpec(name="undo_last", kind="decision", summary="take back the most recent assignment"),
+            OperationSpec(name="assign_jobs", kind="decision",
+                          summary="append one or more jobs, in the order given, to the end of a machine's queue",
+                          args={**jobs, **machine}),
+            OperationSpec(name="undo_last", kind="decision", summary="take back the most recently added job"),
             OperationSpec(name="remove_job", kind="decision",
                           summary="pull one job out of its queue (the jobs after it move up)", args=job),
             OperationSpec(name="clear_machine", kind="decision", summary="empty one machine's queue", args=machine),
@@ -283,7 +291,7 @@ class Scheduling(Mechanism[SchedulingParams]):
 
     def _view(self, p: SchedulingParams, state: dict[str, Any]) -> dict[str, Any]:
         return {"queues": {f"machine {k + 1}": list(q) for k, q in enumerate(state["queues"])},
-                "unassigned": self._unassigned(p, state)}
+                "unassigned_jobs": self._unassigned(p, state)}
 
     def apply(self, params: SchedulingParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
         p, op, args = params, action.op, action.args
@@ -296,22 +304,23 @@ class Scheduling(Mechanism[SchedulingParams]):
             j = _require_int(args, "job", 1, p.jobs)
             return {"job": j, "posted_processing_time": p.sticker_processing_times[j - 1]}
         if op == "list_jobs":
-            return {"jobs": list(range(1, p.jobs + 1)), "machines": p.machines,
-                    "unassigned": self._unassigned(p, state)}
+            return {"jobs": list(range(1, p.jobs + 1)), "machine_count": p.machines,
+                    "unassigned_jobs": self._unassigned(p, state)}
         if op == "view_schedule":
             return self._view(p, state)
-        if op == "assign_job":
-            j = _require_int(args, "job", 1, p.jobs)
+        if op == "assign_jobs":
+            chosen = require_int_list(args, "jobs", 1, p.jobs)
             k = _require_int(args, "machine", 1, p.machines)
-            where = self._machine_of(state, j)
-            if where is not None:
-                raise ActionError(f"job {j} is already in the queue of machine {where + 1}")
-            state["queues"][k - 1].append(j)
-            state["history"].append(j)
-            return {"job": j, "machine": k, "position": len(state["queues"][k - 1])}
+            for j in chosen:
+                where = self._machine_of(state, j)
+                if where is not None:
+                    raise ActionError(f"job {j} is already in the queue of machine {where + 1}")
+            state["queues"][k - 1].extend(chosen)
+            state["history"].extend(chosen)
+            return {"machine": k, "appended": list(chosen), "queue": list(state["queues"][k - 1])}
         if op == "undo_last":
             if not state["history"]:
-                raise ActionError("there is no assignment to undo")
+                raise ActionError("there is no added job to undo")
             j = state["history"].pop()
             k = self._machine_of(state, j)
             state["queues"][k].remove(j)
@@ -329,33 +338,92 @@ class Scheduling(Mechanism[SchedulingParams]):
             removed = state["queues"][k - 1]
             state["history"] = [j for j in state["history"] if j not in removed]
             state["queues"][k - 1] = []
-            return {"cleared": k, "removed": list(removed)}
-        if op == "start_run":
-            state.update(started=True, finished=True)
-            return {**self._view(p, state), "started": True, "finished": True}
-        if op == "finish":
-            state["finished"] = True
-            return {**self._view(p, state), "finished": True}
+            return {"machine": k, "removed_jobs": list(removed), **self._view(p, state)}
+        if op in ("start_run", "finish"):
+            state.update(finished=True, started=state["started"] or op == "start_run")
+            return {**self._view(p, state), "total_weighted_completion_time": round(-self.utility(p, state), 6),
+                    "finished": True}
         raise ActionError(f"unknown operation {op!r}")
 
     def utility(self, params: SchedulingParams, state: dict[str, Any]) -> float:
         return -schedule_cost(params, state["queues"], self._unassigned(params, state))
 
-    def describe(self, params: SchedulingParams, vocab: dict[str, str]) -> str:
+    def facts(self, params: SchedulingParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
-        rows = [f"{v['job']} {j + 1}: processing time {p.processing_times[j]:g}, weight {p.weights[j]:g}, "
-                f"{v['sticker']} {p.sticker_processing_times[j]:g}" for j in range(p.jobs)]
-        return (
-            f"There are {p.jobs} {v['jobs']} and {p.machines} identical {v['machines']}. Every {v['machine']} "
-            f"starts at time 0 and runs the {v['jobs']} of its queue one after another without breaks, in the "
-            f"order they were appended; a {v['job']}'s completion time is the processing time of itself and of "
-            f"every {v['job']} before it on its {v['machine']}. Each {v['job']} has a weight: what every time "
-            f"unit until its completion costs, in {v['currency']}. The goal is the smallest total weighted "
-            f"completion time (the sum of weight times completion time). A {v['job']} left unassigned at the end "
-            f"is charged as if it completed at time {p.total_work:g}, the total processing time of all "
-            f"{v['jobs']}. {'. '.join(rows)}. The {v['sticker']} is a posted estimate of the processing time, "
-            f"not the truth."
-        )
+        rows = "; ".join(f"{j + 1}: {p.processing_times[j]:g}, {p.weights[j]:g}" for j in range(p.jobs))
+        posted = "; ".join(f"{j + 1}: {p.sticker_processing_times[j]:g}" for j in range(p.jobs))
+        return [
+            rule("structure", f"There are {p.jobs} {v['jobs']}, numbered 1 to {p.jobs}, and {p.machines} identical "
+                 f"{v['machines']}, numbered 1 to {p.machines}.", p.jobs, p.machines),
+            rule("timing", f"Every {v['machine']} starts at time 0 and runs the {v['jobs']} of its queue one after "
+                 f"another without breaks, in the order they were added: a {v['job']}'s completion time is the "
+                 f"processing time of itself and of every {v['job']} before it on its {v['machine']}. Each "
+                 f"{v['job']} has a weight: what every time unit until its completion costs, in {v['currency']}."),
+            probed("jobs", "probe_job", f"The true processing time and weight of each {v['job']}, in that order: "
+                   f"{rows}.", [x for j in range(p.jobs) for x in (p.processing_times[j], p.weights[j])]),
+            probed("total_work", "probe_total_work", f"The total processing time of all {v['jobs']} is "
+                   f"{p.total_work:g}.", [p.total_work]),
+            probed("posted_times", "read_sticker", f"The {v['sticker']} posts these processing times (an outside "
+                   f"estimate, not the true processing time): {posted}.", p.sticker_processing_times),
+            rule("left_out", f"A {v['job']} left unassigned when the episode ends is charged as if it completed at "
+                 f"(P - p) / {p.machines} + p, where P is the total processing time of all {v['jobs']} and p its own "
+                 f"processing time: no later than it would complete if added to the least loaded {v['machine']}.",
+                 p.machines),
+            rule(OBJECTIVE, f"Your result is minus the total weighted completion time in {v['currency']}: the sum "
+                 f"over all {v['jobs']} of weight times completion time, where an unassigned {v['job']} completes "
+                 f"at (P - p) / {p.machines} + p.", p.machines),
+            rule(END, f"Starting the {v['machines']} ends the episode, and so does walking away; either way the "
+                 "queues as they stand count."),
+            rule(BUDGET_END, f"If the turns run out before you start the {v['machines']}, the queues as they stand "
+                 f"count, and every {v['job']} left unassigned is charged as an unassigned {v['job']}."),
+        ]
+
+    def probe_order(self, params: SchedulingParams) -> list[Action]:
+        """The total work first (it scales the posted estimates of the jobs not probed), then each job, the
+        largest posted estimate first (a multiplicative error is largest there)."""
+        p = params
+        order = sorted(range(1, p.jobs + 1), key=lambda j: (-p.sticker_processing_times[j - 1], j))
+        return [Action(op="probe_total_work"), *(Action(op="probe_job", args={"job": j}) for j in order)]
+
+    def believed(self, params: SchedulingParams, probed: list[Action]) -> SchedulingParams:
+        """Probed jobs are true; a job not probed has the mean weight of the probed jobs (5 when none is) and its
+        posted estimate, scaled so that the estimates not probed add up to the work not yet accounted for when
+        the total work was probed."""
+        p = params
+        known = sorted({a.args["job"] for a in probed if a.op == "probe_job"})
+        rest = [j for j in range(1, p.jobs + 1) if j not in known]
+        weight = float(np.mean([p.weights[j - 1] for j in known])) if known else 5.0
+        scale = 1.0
+        if rest and any(a.op == "probe_total_work" for a in probed):
+            left = p.total_work - sum(p.processing_times[j - 1] for j in known)
+            scale = max(left, 1e-6) / sum(p.sticker_processing_times[j - 1] for j in rest)
+        times = [p.processing_times[j - 1] if j in known else p.sticker_processing_times[j - 1] * scale
+                 for j in range(1, p.jobs + 1)]
+        weights = [p.weights[j - 1] if j in known else weight for j in range(1, p.jobs + 1)]
+        return SchedulingParams(processing_times=times, weights=weights, machines=p.machines,
+                                sticker_processing_times=list(p.sticker_processing_times))
+
+    def heuristic_actions(self, params: SchedulingParams) -> dict[str, list[Action]]:
+        """smith_dealt_surveyed: time every job, then deal the jobs out to the machines in turn (1, 2, ..., m, 1,
+        ...) in Smith's order (shortest time per unit of weight first). spt_surveyed: time every job, then the
+        shortest time first, each job to the least loaded machine, weights ignored. wspt_half_surveyed: time the
+        half of the jobs with the largest posted estimates, then Smith's order on the true figures where timed and
+        the posted estimate with the mean timed weight elsewhere, each job to the least loaded machine."""
+        p = params
+        jobs = range(1, p.jobs + 1)
+        surveys = [Action(op="probe_job", args={"job": j}) for j in jobs]
+        smith = sorted(jobs, key=lambda j: (p.processing_times[j - 1] / p.weights[j - 1], j))
+        dealt = [smith[k::p.machines] for k in range(p.machines)]
+        half = sorted(jobs, key=lambda j: (-p.sticker_processing_times[j - 1], j))[: (p.jobs + 1) // 2]
+        weight = float(np.mean([p.weights[j - 1] for j in half]))
+        times = [p.processing_times[j - 1] if j in half else p.sticker_processing_times[j - 1] for j in jobs]
+        weights = [p.weights[j - 1] if j in half else weight for j in jobs]
+        start = [Action(op="probe_job", args={"job": j}) for j in half]
+        return {
+            "smith_dealt_surveyed": [*surveys, *queue_actions(dealt)],
+            "spt_surveyed": [*surveys, *queue_actions(list_schedule(p.machines, p.processing_times, [1.0] * p.jobs))],
+            "wspt_half_surveyed": [*start, *queue_actions(list_schedule(p.machines, times, weights))],
+        }
 
     def secret_numbers(self, params: SchedulingParams) -> list[float]:
         p = params
@@ -363,11 +431,30 @@ class Scheduling(Mechanism[SchedulingParams]):
 
     def public_numbers(self, params: SchedulingParams) -> list[float]:
         p = params
-        return [p.jobs, p.machines, *range(1, max(p.jobs, p.machines) + 1)]
+        return [0, p.jobs, p.machines, *range(1, max(p.jobs, p.machines) + 1)]  # 0: the time the machines start
 
     def probe_allowance(self, params: SchedulingParams) -> int:
-        """Tight: probing every job once takes n turns (plus one for the total); the allowance is about half."""
-        return (params.jobs + 1) // 2
+        """Every probe: each job once and the total work (the tiers grant a share of it)."""
+        return params.jobs + 1
+
+
+def list_schedule(machines: int, times: list[float], weights: list[float]) -> list[list[int]]:
+    """Queues (1-based jobs) by list scheduling: jobs by ascending time / weight (ties by number), each to the
+    machine with the smallest load so far (ties: the lowest number), loads counted in `times`."""
+    loads = [0.0] * machines
+    queues: list[list[int]] = [[] for _ in range(machines)]
+    for j in sorted(range(len(times)), key=lambda j: (times[j] / weights[j], j)):
+        k = min(range(machines), key=lambda i: (loads[i], i))
+        loads[k] += times[j]
+        queues[k].append(j + 1)
+    return queues
+
+
+def queue_actions(queues: list[list[int]]) -> list[Action]:
+    """A schedule in bulk calls: each machine's queue in one call, then start the machines."""
+    actions = [Action(op="assign_jobs", args={"jobs": list(queue), "machine": k + 1})
+               for k, queue in enumerate(queues) if queue]
+    return [*actions, Action(op="start_run")]
 
 
 register(Scheduling())
