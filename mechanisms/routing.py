@@ -10,9 +10,10 @@ Parameters (all can be given as data):
   non-negative); it makes skipping stops costly, so that doing nothing is worse than driving a tour.
 Dynamics: the vehicle drives from where it is to an unvisited stop (a decision), or along a whole list of
 unvisited stops in one call (the bulk form the reference plans use); the last leg can be undone or the
-whole route cleared while planning; returning to the depot, or finishing, ends the episode. The utility of a state is ``u = -(distance of the legs driven + the leg from the current
-position back to the depot + unvisited_penalty x stops not visited)``: it treats the episode as ending
-now with the vehicle driving straight home. Every state is a simple depot path, so no play can beat u*.
+whole route cleared while planning; returning to the depot, or finishing, ends the episode. The utility of
+a state is ``u = -(distance of the legs driven + the leg from the current position back to the depot +
+unvisited_penalty x stops not visited)``: it treats the episode as ending now with the vehicle driving straight
+home. Every state is a simple depot path, so no play can beat u*.
 The knobs: ``size`` is the number of stops n (4..24); ``horizon`` (1..12) is how many legs of the posted
 map's nearest-neighbour route the map badly understates (their true length is 2.5-4 times the posted one, as
 after a closure); from 6 on they are drawn from the legs of that route and of the map's shortest tour; it is

@@ -349,7 +349,7 @@ class TravelPlanning(Mechanism[TravelParams]):
         state.update(at=j, clock=plan["finish"], visited=[*state["visited"], j])
 
     def _where(self, p: TravelParams, state: dict[str, Any]) -> dict[str, Any]:
-        return {"visited": list(state["visited"]), "position": state["at"], "clock": clock_text(state["clock"]),
+        return {"visited places": list(state["visited"]), "position": state["at"], "clock": clock_text(state["clock"]),
                 "clock minute": state["clock"], "spent": self._spent(p, state["visited"])}
 
     def apply(self, params: TravelParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
@@ -398,7 +398,8 @@ class TravelPlanning(Mechanism[TravelParams]):
                 else:
                     self._go(p, trial, j, plan)
             if len(skipped) == len(listed):
-                raise ActionError(f"none of the listed places can be visited next: {self._plan_visit(p, state, listed[0])}")
+                why = self._plan_visit(p, state, listed[0])
+                raise ActionError(f"none of the listed places can be visited next: {why}")
             state.update(trial)
             return {**self._where(p, state), "skipped": skipped}
         if op == "undo_last_step":
@@ -420,7 +421,7 @@ class TravelPlanning(Mechanism[TravelParams]):
         if op in ("return_to_hotel", "finish"):
             back = state["clock"] + p.travel[state["at"]][0]
             state["finished"] = True
-            return {"visited": list(state["visited"]), "back at": clock_text(back),
+            return {"visited places": list(state["visited"]), "back at": clock_text(back),
                     "spent": self._spent(p, state["visited"]), "total points": self.utility(p, state),
                     "finished": True}
         raise ActionError(f"unknown operation {op!r}")

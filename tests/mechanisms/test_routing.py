@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import mechanisms
-from mechanisms.base import ActionError
 from envs.admission import admit
 from envs.difficulty import informed_actions
+from mechanisms.base import ActionError
 from mechanisms.routing import (
     HELD_KARP_STOPS,
     TOUR_CLOSURES,
@@ -24,10 +24,10 @@ from mechanisms.routing import (
     _tour_cost,
     posted_tour,
 )
-from setter.spec import turn_budget
-from tests.support import make_spec
 from schemas.envspec import Action
 from setter.corpus import VOCAB_KEYS
+from setter.spec import turn_budget
+from tests.support import make_spec
 
 M = mechanisms.get("routing")
 VOCAB = {k: k for k in VOCAB_KEYS}

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import mechanisms
-from mechanisms.base import ActionError
 from envs.admission import admit
 from envs.difficulty import informed_actions
+from mechanisms.base import ActionError
 from mechanisms.travel_planning import DAY_MINUTES, TravelParams, clock_text
 from schemas.envspec import Action
 from setter.corpus import VOCAB_KEYS

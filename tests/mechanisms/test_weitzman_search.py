@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 import mechanisms
+from envs.admission import admit
+from envs.difficulty import informed_actions
 from mechanisms.base import ActionError
 from mechanisms.weitzman_search import (
     WeitzmanParams,
@@ -22,8 +24,6 @@ from mechanisms.weitzman_search import (
     weitzman_expected_value,
     weitzman_policy,
 )
-from envs.admission import admit
-from envs.difficulty import informed_actions
 from schemas.envspec import Action
 from setter.corpus import VOCAB_KEYS
 from setter.spec import turn_budget
