@@ -99,7 +99,7 @@ def _method_source(method: str, tool: dict[str, Any], arg_names: dict[str, str])
     properties = parameters.get("properties") or {}
     required = set(parameters.get("required") or [])
     signature, docs, passed = ["self"], [], []
-    ordered = [a for a in arg_names if arg_names[a] in required] + [a for a in arg_names if arg_names[a] not in required]
+    ordered = sorted(arg_names, key=lambda a: arg_names[a] not in required)  # required first (Python's rule)
     for name in ordered:
         schema = properties[arg_names[name]]
         hint = _python_type(schema)

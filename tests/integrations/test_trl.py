@@ -1,0 +1,117 @@
+"""The TRL environment class: TRL's own tool-schema extraction (its method discovery rule, then `trl.data_utils.
+apply_chat_template` with TRL's bundled Qwen3 chat template, which reads each method through transformers'
+get_json_schema) accepts every generated class, and its methods play the oracle's episode to the same score as the
+Environment. TRL is installed without torch (trl --no-deps, transformers, datasets): what runs here needs no torch."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from importlib import resources
+
+import pytest
+from tokenizers import Tokenizer
+from tokenizers.models import WordLevel
+from tokenizers.pre_tokenizers import Whitespace
+from transformers import PreTrainedTokenizerFast
+from trl.chat_template_utils import supports_tool_calling
+from trl.data_utils import apply_chat_template
+
+from envs.agents import oracle, play
+from envs.catalog import select_specs
+from envs.environment import Environment
+from integrations.rows import prompt_messages, trainer_rows
+from integrations.trl import environment_class, environment_factories
+from schemas.envspec import MODES
+from tests.evaluation.support import generated_warehouse
+
+
+@pytest.fixture(scope="module")
+def specs(prefect_server):
+    return select_specs("true", None, generated_warehouse())
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    """A tokenizer carrying TRL's own Qwen3 chat template (the template is what renders the tools)."""
+    model = Tokenizer(WordLevel({"[UNK]": 0, "<|im_end|>": 1}, unk_token="[UNK]"))
+    model.pre_tokenizer = Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=model, unk_token="[UNK]", eos_token="<|im_end|>")
+    tokenizer.chat_template = resources.files("trl").joinpath("chat_templates/qwen3.jinja").read_text()
+    assert supports_tool_calling(tokenizer)
+    return tokenizer
+
+
+def trl_tools(instance) -> tuple[bool, bool, list]:
+    """GRPOTrainer.__init__'s probe of an environment_factory instance (trl 1.16, grpo_trainer.py): the class's
+    functions, `reset` and `get_reward` apart, every other public one a tool."""
+    has_reset = has_reward = False
+    methods = []
+    for member_name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction):
+        if member_name == "reset":
+            has_reset = True
+        elif member_name == "get_reward":
+            has_reward = True
+        elif not member_name.startswith("_"):
+            methods.append(getattr(instance, member_name))
+    return has_reset, has_reward, methods
+
+
+def _rendered_tools(text: str) -> list[dict]:
+    block = text.split("<tools>\n", 1)[1].split("</tools>", 1)[0]  # the first "<tools>" is in the preamble
+    return [json.loads(line) for line in block.strip().splitlines()]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_trl_extracts_every_generated_class_and_its_tools_play_to_the_same_score(specs, tokenizer, mode):
+    assert len({s.family for s in specs}) >= 10  # every family the generation admitted (13 registered)
+    for spec in specs:
+        env = Environment(spec, mode)
+        instance = environment_class(env)()
+        has_reset, has_reward, methods = trl_tools(instance)
+        assert has_reset and has_reward
+        rendered = apply_chat_template({"prompt": prompt_messages(env)}, tokenizer, tools=methods)["prompt"]
+        schemas = {t["function"]["name"]: t["function"] for t in _rendered_tools(rendered)}
+        tools = {t["function"]["name"]: t["function"] for t in env.tools()}
+        assert set(schemas) == set(tools), spec.env_id
+        for name, schema in schemas.items():
+            properties = tools[name]["parameters"].get("properties", {})
+            assert set(schema["parameters"].get("properties", {})) == set(properties)
+            assert set(schema["parameters"].get("required", [])) == set(tools[name]["parameters"].get("required", []))
+            for arg, declared in properties.items():
+                assert schema["parameters"]["properties"][arg]["type"] == declared["type"], (name, arg)
+            assert schema["description"] == " ".join(tools[name]["description"].split())
+        # TRL calls a tool as sync_tool_dict[name](**arguments), the name being the function's __name__
+        by_name = {method.__name__: method for method in methods}
+        instance.reset(**trainer_rows([spec], "trl", [mode])[0])
+        for name, arguments in oracle(Environment(spec, mode)):
+            observation = by_name[name](**arguments)
+            assert isinstance(observation, str) and "error" not in json.loads(observation), (name, observation)
+            if instance.done:
+                break
+        expected = play(Environment(spec, mode), "oracle")
+        assert instance.get_reward() == pytest.approx(expected.score) == pytest.approx(1.0)
+        assert instance.env.utility() == pytest.approx(expected.u)
+
+
+def test_each_rollout_gets_its_own_state_and_reset_starts_over(specs):
+    spec = next(s for s in specs if s.family == "knapsack")
+    factories = environment_factories(trainer_rows([spec, *specs[:3]], "trl", ["hidden"]))
+    row = trainer_rows([spec], "trl", ["hidden"])[0]
+    first, second = factories[row["environment"]](), factories[row["environment"]]()
+    first.reset(**row), second.reset(**row)
+    actions = list(oracle(Environment(spec, "hidden")))
+    for name, arguments in actions:
+        getattr(first, name)(**arguments)
+    assert first.get_reward() == pytest.approx(1.0)
+    assert second.env.turns == 0 and second.get_reward() == 0.0
+    first.reset(**row)
+    assert first.env.turns == 0 and first.get_reward() == 0.0
+
+
+def test_a_row_of_another_environment_is_refused_in_one_line(specs):
+    a, b = specs[0], specs[1]
+    instance = environment_class(Environment(a, "hidden"))()
+    with pytest.raises(ValueError) as refused:
+        instance.reset(**trainer_rows([b], "trl", ["hidden"])[0])
+    assert "environment_factories" in str(refused.value) and "\n" not in str(refused.value)
