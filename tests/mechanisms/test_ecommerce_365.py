@@ -79,6 +79,9 @@ def test_contract_shape():
     assert {"finish", "advance_day", "advance_days", "set_price", "set_ads", "order_stock", "cancel_order"} <= names
     for op in ops:
         for arg in op.args.values():
+            if arg.type == "array":  # a plan: one entry per day from today
+                assert arg.items == "integer" and arg.max_items == p.horizon and arg.minimum in (0, 1)
+                continue
             assert arg.type == "integer" and arg.minimum == 1 and arg.maximum is not None
     assert M.group == "external" and M.version == 1
     assert M.size_range == (1, 3) and M.horizon_range == (30, 365) and M.default_horizon == 365
@@ -228,16 +231,34 @@ def test_default_trusts_the_sticker_and_never_probes():
         state = _play(p, actions)
         assert state["price"] == [s - 1 for s in p.sticker_price_level]
         assert state["ads"] == [p.ad_levels // 2] * p.products
-        assert sum(a.op == "order_stock" for a in actions) > p.horizon // 2  # orders (almost) every day
+        planned = [q for a in actions if a.op == "plan_orders" for q in a.args["quantities"]]
+        assert sum(q > 0 for q in planned) > p.horizon // 2  # orders (almost) every day, in one plan per product
+        assert len(actions) <= 3 * p.products + 2
         o = M.outcome(p)
         assert o.u0 < o.solution.u_star
         low, high = M.u0_band
         assert low <= (o.u0 - o.u_idle) / (o.solution.u_star - o.u_idle) <= high
 
 
+def _step_plan(p):
+    """The relaxed optimum as day-by-day calls (the step form of the bulk plan)."""
+    from mechanisms.ecommerce_365 import _plan_actions, _product_plan
+
+    return _plan_actions(p, [_product_plan(p, i)[1] for i in range(p.products)])
+
+
+def test_the_optimal_plan_is_a_few_bulk_calls_and_its_step_form_reaches_the_same():
+    for knobs in [(1, 30), (2, 180), (3, 300)]:
+        p = _sample(3, *knobs)
+        solution = M.solve(p)
+        assert len(solution.optimal_actions) <= 3 * p.products + 1
+        assert {a.op for a in solution.optimal_actions} <= {"plan_prices", "plan_ads", "plan_orders", "advance_days"}
+        assert M.run(p, _step_plan(p)) == pytest.approx(solution.u_star, rel=1e-9)
+
+
 def test_optimal_plan_changes_settings_only_when_they_differ_and_merges_clock_steps():
     p = _sample(3)
-    actions = M.solve(p).optimal_actions
+    actions = _step_plan(p)
     current = {("set_price", i): p.price_levels // 2 + 1 for i in range(1, p.products + 1)}
     current |= {("set_ads", i): 1 for i in range(1, p.products + 1)}
     for a in actions:
@@ -283,11 +304,12 @@ def test_no_random_plan_beats_the_optimum():
 def test_perturbing_the_optimal_plan_never_helps():
     p = _sample(5, 1, 90)
     solution = M.solve(p)
+    steps = _step_plan(p)
     rng = np.random.default_rng(1)
-    orders = [k for k, a in enumerate(solution.optimal_actions) if a.op == "order_stock"]
-    settings = [k for k, a in enumerate(solution.optimal_actions) if a.op in ("set_price", "set_ads")]
+    orders = [k for k, a in enumerate(steps) if a.op == "order_stock"]
+    settings = [k for k, a in enumerate(steps) if a.op in ("set_price", "set_ads")]
     for _ in range(40):
-        actions = list(solution.optimal_actions)
+        actions = list(steps)
         k = int(rng.choice(orders))
         q = actions[k].args["quantity"] + int(rng.choice([-3, -1, 1, 3]))
         if q >= 1:
@@ -314,7 +336,11 @@ def test_invalid_actions_raise_and_leave_the_state_unchanged():
         Action(op="set_ads", args={"product": 1, "level": 0}),
         Action(op="set_ads", args={"product": 1, "level": 1.5}),
         Action(op="probe_base_demand", args={"product": 1, "first_day": 4, "last_day": 2}),
-        Action(op="read_forecast", args={"product": 1, "first_day": 1, "last_day": 7}),
+        Action(op="read_forecast", args={"product": 1, "first_day": 7}),
+        Action(op="plan_orders", args={"product": 1, "quantities": [0, 3]}),  # day 6's order would arrive on day 8
+        Action(op="plan_orders", args={"product": 1, "quantities": [0, 0, 0]}),  # only 2 days left
+        Action(op="plan_prices", args={"product": 1, "levels": [3]}),
+        Action(op="plan_ads", args={"product": 1, "levels": []}),
         Action(op="probe_costs", args={"product": "1"}),
         Action(op="advance_days", args={"days": float("nan")}),
         Action(op="no_such_operation"),
@@ -348,8 +374,10 @@ def test_probes_and_views_report_the_instance():
     state = M.initial_state(p)
     obs = M.apply(p, state, Action(op="probe_base_demand", args={"product": 2, "first_day": 10, "last_day": 20}))
     assert obs["base_demand"] == p.base_demand[1][9:20]
-    obs = M.apply(p, state, Action(op="read_forecast", args={"product": 1, "first_day": 1, "last_day": 5}))
-    assert obs["forecast"] == p.forecast[0][:5] and obs["at_price_level"] == p.sticker_price_level[0]
+    obs = M.apply(p, state, Action(op="read_forecast", args={"product": 1, "first_day": 1}))
+    assert obs["forecast"] == p.forecast[0][:MAX_RANGE] and obs["at_price_level"] == p.sticker_price_level[0]
+    obs = M.apply(p, state, Action(op="read_forecast", args={"product": 1, "first_day": 100}))
+    assert obs["forecast"] == p.forecast[0][99:]
     assert M.apply(p, state, Action(op="probe_lead_time", args={"product": 2}))["lead_time_days"] == p.lead_time[1]
     obs = M.apply(p, state, Action(op="probe_price_response", args={"product": 1}))
     assert [lv["price"] for lv in obs["levels"]] == p.prices[0]
@@ -390,12 +418,13 @@ def test_params_from_data_rejects_bad_data(changes, message):
 def test_describe_states_the_whole_instance():
     p = _sample(4, 2, 60)
     text = M.describe(p, VOCAB)
-    assert "60 periods" in text and "bankruptcy" in text
+    assert "60 periods" in text and "bankrupt" in text
     for i in range(2):
         assert " ".join(map(str, p.base_demand[i])) in text
-        assert "/".join(map(_num, p.prices[i])) in text
-        assert f"order fee {_num(p.fixed_cost[i])}" in text and f"lead time {p.lead_time[i]}" in text
-    assert f"{_num(p.daily_fee)} per period" in text and f"{_num(p.initial_cash)} currency" in text
+        assert ", ".join(f"{_num(x)}/{r}%" for x, r in zip(p.prices[i], p.price_response[i], strict=True)) in text
+        assert f"{i + 1}: {_num(p.unit_cost[i])}, {_num(p.fixed_cost[i])}, " in text
+        assert f"{i + 1}: {p.lead_time[i]}" in text
+    assert f"fee is {_num(p.daily_fee)} currency" in text and f"{_num(p.initial_cash)} currency" in text
     assert set(M.secret_numbers(p)) >= {p.daily_fee, *p.unit_cost, *p.fixed_cost}
 
 
@@ -422,3 +451,87 @@ def test_a_thousand_random_actions_raise_nothing_but_action_error():
         except ActionError:
             assert state == before
         assert M.utility(p, state) <= u_star + 1e-9 * abs(u_star)
+
+
+# --- bulk plans, facts, belief, heuristics, tiers (issue 15) --------------------------------------------------
+
+def test_plans_take_effect_on_their_days_replace_earlier_ones_and_the_autopilot_drops_them():
+    p = _params(lead_time=[1])
+    state = M.initial_state(p)
+    M.apply(p, state, Action(op="plan_prices", args={"product": 1, "levels": [1, 1, 2]}))
+    reply = M.apply(p, state, Action(op="plan_orders", args={"product": 1, "quantities": [9, 0, 7]}))
+    assert reply["pending_order"] == 9 and reply["orders_planned"] == 2 and state["price"] == [0]
+    M.apply(p, state, Action(op="advance_days", args={"days": 2}))  # day 3 opens: level 2, 7 units pending
+    assert state["price"] == [1] and state["pending"] == [7]
+    M.apply(p, state, Action(op="plan_orders", args={"product": 1, "quantities": [0, 4]}))  # replaces the 7
+    assert state["pending"] == [0] and state["scheduled"] == {"3": [[0, "orders", 4]]}
+    stepped = M.initial_state(p)
+    for action in [Action(op="set_price", args={"product": 1, "level": 1}),
+                   Action(op="order_stock", args={"product": 1, "quantity": 9}), Action(op="advance_days",
+                                                                                      args={"days": 2}),
+                   Action(op="set_price", args={"product": 1, "level": 2}), Action(op="advance_day"),
+                   Action(op="order_stock", args={"product": 1, "quantity": 4})]:
+        M.apply(p, stepped, action)
+    assert M.utility(p, state) == pytest.approx(M.utility(p, stepped))
+    M.apply(p, state, Action(op="finish"))
+    assert state["finished"] and state["scheduled"] == {}
+
+
+def test_the_informed_agent_reaches_one_when_every_probe_fits():
+    from envs.difficulty import facts_fit, informed_actions
+    from setter.spec import turn_budget
+
+    for knobs in [(1, 30), (2, 180), (3, 300)]:
+        p = _sample(40, *knobs)
+        o = M.outcome(p)
+        budget = turn_budget(M, p, o)
+        assert facts_fit(M, p, o, budget) == 1.0
+        u, _, errors = M.play(p, informed_actions(M, p, budget), budget)
+        assert errors == 0 and u == pytest.approx(o.solution.u_star, rel=1e-9)
+
+
+def test_belief_with_every_probe_is_the_truth_and_without_probes_uses_no_hidden_value():
+    for i in range(4):
+        p = _sample(41 + i, 2, 120)
+        assert M.believed(p, M.probe_order(p)) == p
+        blind = M.believed(p, [])
+        other = M.params_from_data({**p.model_dump(), "base_demand": [[x + 1 for x in row] for row in p.base_demand],
+                                    "unit_cost": [x + 1 for x in p.unit_cost], "daily_fee": p.daily_fee + 1,
+                                    "initial_cash": p.initial_cash + 10, "lead_time": [2, 3],
+                                    "prices": [[x + 1 for x in row] for row in p.prices]})
+        assert M.believed(other, []) == blind
+        M.solve(blind)  # a belief always solves (the cash is not in doubt)
+
+
+def test_heuristics_play_within_the_budget_and_score_between_zero_and_one():
+    from envs.scoring import score
+    from setter.spec import turn_budget
+
+    for knobs, share in (((1, 90), 1.0), ((2, 365), 0.45), ((3, 300), 0.6)):
+        p = _sample(50, *knobs)
+        o = M.outcome(p)
+        budget = turn_budget(M, p, o, share)
+        for name, actions in M.heuristic_actions(p).items():
+            u, turns, errors = M.play(p, actions, budget)
+            assert errors == 0 and turns <= budget, name
+            assert u <= o.solution.u_star + 1e-6 * abs(o.solution.u_star), name
+            assert 0.0 <= score(u, o.u0, o.solution.u_star) <= 1.0
+
+
+def test_the_rules_carry_no_hidden_number_and_the_text_fits_at_the_largest_cell():
+    from mechanisms.facts import BUDGET_END, END, OBJECTIVE, rules_text
+
+    p = _sample(6, 2, 60)
+    facts = M.facts(p, VOCAB)
+    assert {OBJECTIVE, END, BUDGET_END, "bankruptcy", "cash", "demand"} <= {f.key for f in facts}
+    rules = " " + rules_text(facts) + " "
+    assert f" {_num(p.daily_fee)} " not in rules and f" {_num(p.initial_cash)} " not in rules
+    assert all(len(make_spec(M.id, i, 3, 300).rendering.written_prompt) <= 6000 for i in range(4))
+
+
+@pytest.mark.parametrize("tier", ["easy", "medium", "hard", "frontier"])
+def test_rendered_environments_pass_admission_at_every_tier(tier):
+    verdicts = [admit(make_spec(M.id, i, tier=tier)) for i in range(5)]
+    refused = [v.reason for v in verdicts if not v.admitted]
+    assert not any(r.startswith(("completeness", "prose", "C1", "C3", "structure")) for r in refused), refused
+    assert len(refused) < len(verdicts), refused
