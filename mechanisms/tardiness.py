@@ -381,27 +381,27 @@ class Tardiness(Mechanism[TardinessParams]):
 
     def heuristic_actions(self, params: TardinessParams) -> dict[str, list[Action]]:
         """edd_surveyed: survey every job, then earliest true due date first. wspt_surveyed: survey every job, then
-        the shortest processing time per unit of weight first (Smith's rule). edd_half_surveyed: survey the half of
-        the jobs posted as due earliest, then earliest due date first (true where surveyed, posted elsewhere).
-        wspt_half_surveyed: the same surveys, the surveyed jobs first by Smith's rule, then the rest by posted due
-        date."""
+        the shortest processing time per unit of weight first (Smith's rule). edd_most_surveyed: survey the two
+        thirds of the jobs posted as due earliest, then earliest due date first (true where surveyed, posted
+        elsewhere). wspt_most_surveyed: the same surveys, the surveyed jobs first by Smith's rule, then the rest by
+        posted due date."""
         p = params
         jobs = range(1, p.jobs + 1)
         surveys = [Action(op="probe_job", args={"job": j}) for j in jobs]
         by_posted = sorted(jobs, key=lambda j: (p.sticker_due_dates[j - 1], j))
-        half = by_posted[: (p.jobs + 1) // 2]
-        known = set(half)
+        most = by_posted[: (2 * p.jobs + 2) // 3]
+        known = set(most)
         edd = sorted(jobs, key=lambda j: (p.due_dates[j - 1], j))
         wspt = sorted(jobs, key=lambda j: (p.processing_times[j - 1] / p.weights[j - 1], j))
-        edd_half = sorted(jobs, key=lambda j: (p.due_dates[j - 1] if j in known else p.sticker_due_dates[j - 1], j))
-        wspt_half = [*sorted(half, key=lambda j: (p.processing_times[j - 1] / p.weights[j - 1], j)),
+        edd_most = sorted(jobs, key=lambda j: (p.due_dates[j - 1] if j in known else p.sticker_due_dates[j - 1], j))
+        wspt_most = [*sorted(most, key=lambda j: (p.processing_times[j - 1] / p.weights[j - 1], j)),
                      *(j for j in by_posted if j not in known)]
-        half_surveys = [Action(op="probe_job", args={"job": j}) for j in half]
+        most_surveys = [Action(op="probe_job", args={"job": j}) for j in most]
         release = Action(op="release_sequence")
         plan = lambda order: [Action(op="schedule_jobs", args={"jobs": list(order)}), release]
         return {"edd_surveyed": [*surveys, *plan(edd)], "wspt_surveyed": [*surveys, *plan(wspt)],
-                "edd_half_surveyed": [*half_surveys, *plan(edd_half)],
-                "wspt_half_surveyed": [*half_surveys, *plan(wspt_half)]}
+                "edd_most_surveyed": [*most_surveys, *plan(edd_most)],
+                "wspt_most_surveyed": [*most_surveys, *plan(wspt_most)]}
 
     def secret_numbers(self, params: TardinessParams) -> list[float]:
         p = params

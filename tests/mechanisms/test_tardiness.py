@@ -333,7 +333,7 @@ def test_heuristics_play_within_idle_and_optimum(knobs):
         p = _sample(600 + i, *knobs)
         o = M.outcome(p)
         heuristics = M.heuristic_actions(p)
-        assert set(heuristics) == {"edd_surveyed", "wspt_surveyed", "edd_half_surveyed", "wspt_half_surveyed"}
+        assert set(heuristics) == {"edd_surveyed", "wspt_surveyed", "edd_most_surveyed", "wspt_most_surveyed"}
         for share in (1.0, 0.3):
             budget = _budget(p, share)
             for name, actions in heuristics.items():
