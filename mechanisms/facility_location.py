@@ -14,16 +14,20 @@ Parameters (all can be given as data):
 - ``posted_open_cost`` and ``posted_service_cost``: the posted figures (decoys the default policy
   trusts: opening quotes under a log-normal error and straight-line rates that ignore each site's
   access; when omitted from data they equal the true ones)
-The knobs: ``size`` is the number of customers n (4..30), ``horizon`` the number of candidate sites
-m (2..12).
-Dynamics: open or close sites, assign a customer to an open site (re-assigning moves it), unassign;
-closing a site leaves its customers unserved; ``commit_plan`` or ``finish`` ends the episode.
-Probes reveal groups: one site's opening cost, or one customer's service costs from every site. The
-probe allowance is about half of what probing every group would take.
+The knobs: ``size`` is the number of customers n (4..60), ``horizon`` the number of candidate sites
+m (2..16).
+Dynamics: open sites (several in one call) or close one, serve customers from an open site (several in one
+call; serving one that is served elsewhere moves it), unassign; closing a site leaves its customers unserved;
+``commit_plan`` or ``finish`` ends the episode and reports the total cost.
+Probes reveal groups: one site's opening cost, or one customer's service costs from every site. The probe
+allowance covers every group; the difficulty tiers grant a share of it (at the hard and frontier tiers full
+information does not fit). The informed agent's belief scales the posted rates by each site's road factor, read
+off the rows it has probed.
 Solved exactly by enumerating all 2^m open subsets (a table of each customer's cheapest option over
 the subset, built one site at a time) and taking the cheapest; each customer then goes to its cheapest
 open site, or stays unserved when the penalty is cheaper. u* is the utility of the replayed plan.
-The independent reference enumerates every assignment vector on tiny instances.
+The independent references: every assignment vector on tiny instances, a plain subset enumeration and HiGHS
+(scipy.optimize.milp) at the frontier sizes (tests).
 """
 
 from __future__ import annotations

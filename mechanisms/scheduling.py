@@ -144,7 +144,7 @@ def _single_machine_costs(p: SchedulingParams, order: list[int]) -> np.ndarray:
     return cost
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=2)  # at 14 jobs the pairs take about 100 MB
 def _subset_pairs(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair (S, T) with T a subset of S over n bits, grouped by S: (S, T, start of each S's group)."""
     sets = np.zeros(1, dtype=np.int64)
