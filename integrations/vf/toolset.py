@@ -1,0 +1,51 @@
+"""The per-rollout tool server: the task's environment, its tools listed and called dynamically (the pattern of
+verifiers' NeMo Gym toolset), the rollout's calls, turns and errors pushed to its state after every call."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, TextContent, Tool
+from verifiers.v1.mcp import Toolset, ToolsetConfig
+
+from envs.environment import Environment
+from integrations.vf.common import VhdState
+from schemas.envspec import EnvSpec
+
+
+class VhdToolset(Toolset[ToolsetConfig, VhdState]):
+    TOOL_PREFIX = None  # the environment's own tool names, unprefixed
+
+    env: Environment | None = None
+
+    async def setup_task(self, task) -> None:
+        self.env = Environment(EnvSpec.model_validate_json(task.data.spec_json), task.data.mode)
+
+    def register(self, mcp: MCPServer) -> None:
+        server = cast(Any, mcp)
+        server.list_tools = self._with_state(self.list_tools)
+        server.call_tool = self._with_state(self.call_tool)
+
+    def _env(self) -> Environment:
+        if self.env is None:
+            raise RuntimeError("the vhdplay toolset got no task (it is started per rollout)")
+        return self.env
+
+    async def list_tools(self) -> list[Tool]:
+        return [Tool(name=t["function"]["name"], description=t["function"]["description"],
+                     input_schema=t["function"]["parameters"]) for t in self._env().tools()]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> CallToolResult:
+        env = self._env()
+        observation = env.step(name, arguments)
+        state = self.state
+        state.calls.append({"tool": name, "arguments": arguments})
+        state.turns, state.errors, state.done = env.turns, env.errors, env.done
+        return CallToolResult(content=[TextContent(type="text", text=json.dumps(observation))],
+                              is_error="error" in observation)
+
+
+if __name__ == "__main__":
+    VhdToolset.run()
