@@ -157,7 +157,7 @@ class FacilityLocation(Mechanism[FacilityParams]):
         "easy": Tier(((6, 3), (8, 3)), 1.0),
         "medium": Tier(((14, 6), (16, 8), (20, 8)), 1.0),
         "hard": Tier(((20, 10), (25, 12)), 0.5),
-        "frontier": Tier(((30, 14), (32, 16)), 0.3),
+        "frontier": Tier(((40, 10), (42, 11), (44, 10)), 0.2),
     }
     u0_band = (0.2, 0.97)
     turn_slack = 1  # tight probe budget: at the hard and frontier tiers probing every site and customer does not fit

@@ -175,7 +175,7 @@ def _highs_optimum(p: FacilityParams) -> float:
     return -float(result.fun)
 
 
-@pytest.mark.parametrize("knobs", [(30, 14), (32, 16)])
+@pytest.mark.parametrize("knobs", [(30, 14), (32, 16), (44, 10)])
 def test_solver_matches_highs_at_the_frontier_sizes(knobs):
     for i in range(2):
         p = _sample(300 + i, *knobs)
