@@ -433,7 +433,7 @@ def test_heuristics_play_within_the_idle_and_optimal_utilities():
         outcome = M.outcome(p)
         budget = turn_budget(M, p, outcome, 1.0)
         heuristics = M.heuristic_actions(p)
-        assert set(heuristics) == {"best_posted", "posted_greedy"}
+        assert set(heuristics) == {"best_posted", "posted_pair"}
         for name, actions in heuristics.items():
             u, turns, errors = M.play(p, actions, budget)
             assert errors == 0
