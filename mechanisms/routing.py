@@ -275,7 +275,7 @@ class Routing(Mechanism[RoutingParams]):
     difficulty_tiers = {
         "easy": Tier(((5, 1), (6, 1), (6, 2)), 1.0),
         "medium": Tier(((8, 2), (9, 3), (10, 3)), 1.0),
-        "hard": Tier(((12, 5), (13, 5), (14, 6), (14, 5)), 0.5),
+        "hard": Tier(((12, 6), (13, 7), (14, 8)), 1.0),  # every survey fits; the map misleads any naive plan
         "frontier": Tier(((15, 10), (16, 12), (18, 12)), 0.3),
     }
     u0_band = (0.3, 0.995)
