@@ -12,7 +12,8 @@ without breaks, so a job's completion time C_j is the total processing time of i
 before it on its machine. The agent appends jobs to machine queues, can undo the last append, pull a job
 out of a queue or clear a queue, then starts the machines (or finishes). A job left unassigned at the end
 is charged as if it completed at (P - p_j) / m + p_j, P the total processing time of all jobs (appending it to
-the least-loaded machine finishes it no later, so no partial schedule is worth more than the optimum). u = -(sum of w_j C_j).
+the least-loaded machine finishes it no later, so no partial schedule is worth more than the optimum).
+u = -(sum of w_j C_j).
 
 The knobs: ``size`` is the number of jobs n (4..20; at most 14 on three or more machines), ``horizon`` the
 number of machines m (1..4).

@@ -374,7 +374,10 @@ class Tardiness(Mechanism[TardinessParams]):
         processing = float(np.mean([p.processing_times[j - 1] for j in known])) if known else 10.0
         if rest and any(a.op == "probe_total_work" for a in probed):
             processing = max(1e-6, (p.total_work - sum(p.processing_times[j - 1] for j in known)) / len(rest))
-        pick = lambda truth, guess: [truth[j - 1] if j in known else guess[j - 1] for j in range(1, p.jobs + 1)]
+
+        def pick(truth: list[float], guess: list[float]) -> list[float]:
+            return [truth[j - 1] if j in known else guess[j - 1] for j in range(1, p.jobs + 1)]
+
         return TardinessParams(processing_times=pick(p.processing_times, [processing] * p.jobs),
                                due_dates=pick(p.due_dates, p.sticker_due_dates),
                                weights=pick(p.weights, [weight] * p.jobs), sticker_due_dates=list(p.sticker_due_dates))
@@ -398,7 +401,10 @@ class Tardiness(Mechanism[TardinessParams]):
                      *(j for j in by_posted if j not in known)]
         most_surveys = [Action(op="probe_job", args={"job": j}) for j in most]
         release = Action(op="release_sequence")
-        plan = lambda order: [Action(op="schedule_jobs", args={"jobs": list(order)}), release]
+
+        def plan(order: list[int]) -> list[Action]:
+            return [Action(op="schedule_jobs", args={"jobs": list(order)}), release]
+
         return {"edd_surveyed": [*surveys, *plan(edd)], "wspt_surveyed": [*surveys, *plan(wspt)],
                 "edd_most_surveyed": [*most_surveys, *plan(edd_most)],
                 "wspt_most_surveyed": [*most_surveys, *plan(wspt_most)]}

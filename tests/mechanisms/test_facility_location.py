@@ -15,9 +15,9 @@ import mechanisms
 from envs.difficulty import informed_actions
 from mechanisms.base import ActionError
 from mechanisms.facility_location import FacilityParams
-from setter.spec import turn_budget
 from schemas.envspec import Action
 from setter.corpus import VOCAB_KEYS
+from setter.spec import turn_budget
 from tests.mechanisms.references.facility_location import reference as brute_force
 from tests.support import make_spec
 
