@@ -441,12 +441,12 @@ class Ecommerce365(Mechanism[EcommerceParams]):
     difficulty_grid = [(1, 30), (1, 90), (2, 180), (2, 365), (3, 300)]  # 3 x 365 overflows the text limit
     # measured (envs.difficulty): with every figure at hand a static price and a weekly order do well (easy); at
     # medium only part of the base demand fits the budget, and a plan read back from the forecast does fairly; at
-    # hard and frontier three products leave room for the costs and levels and little demand, so that no naive
-    # plan fits (the informed agent stays above a quarter at frontier, below it at hard)
+    # hard three products leave that plan less room, and at frontier none (the informed agent stays above a
+    # quarter of the gap)
     difficulty_tiers = {
         "easy": Tier(((1, 30), (1, 90), (2, 180)), 1.0),
         "medium": Tier(((2, 365), (2, 270)), 0.45),
-        "hard": Tier(((3, 300), (3, 240), (3, 180)), 0.3),
+        "hard": Tier(((3, 240), (3, 270), (3, 280)), 0.5),
         "frontier": Tier(((3, 300), (3, 240), (3, 180)), 0.38),
     }
     u0_band = (-1.0, 0.9)
