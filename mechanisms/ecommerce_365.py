@@ -45,6 +45,12 @@ every plan of the true problem; its plan is replayed through the dynamics, and w
 triggers bankruptcy and ends non-negative (every bankrupt run ends negative) it is optimal: the facts record
 ``exact: true``. ``sample()`` redraws (at most 40 times) until this certificate holds; ``solve()`` raises
 ValueError for data whose relaxed plan is not certified.
+
+Bulk plans (issue 15): ``plan_prices``, ``plan_ads`` and ``plan_orders`` take one product's levels or order
+quantities for today and the days after (an array, one entry per day), so that the optimal plan is at most three
+calls per product and one ``advance_days``; the day-by-day tools remain. Hidden mode: every figure has a probe
+(``probe_order`` lists them, the base demand in ranges of MAX_RANGE days); the informed agent believes the
+forecast, read back to base demand, for the ranges it did not look up.
 """
 
 from __future__ import annotations
