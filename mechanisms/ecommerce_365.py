@@ -830,8 +830,10 @@ class Ecommerce365(Mechanism[EcommerceParams]):
         demand = "; ".join(f"{i + 1}: {' '.join(map(str, p.base_demand[i]))}" for i in each)
         sticker = ", ".join(f"{p.sticker_price_level[i]} ({prod} {i + 1})" for i in each)
         return [
-            rule("structure", f"{T} {per}s, numbered 1 to {T}; {n} {v['products']} (1 to {n}) share one cash "
-                 f"balance and start with no stock, each with {p.price_levels} price levels (1 cheapest) and "
+            rule("structure", f"{T} {per}s, numbered 1 to {T}; "
+                 + (f"{n} {v['products']} (1 to {n}) share one cash balance and start" if n > 1 else
+                    f"one {prod} (number 1) starts") + " with no stock, "
+                 f"each with {p.price_levels} price levels (1 cheapest) and "
                  f"{p.ad_levels} advertising levels (1 off); an order is at most {p.max_order} units.",
                  T, n, p.price_levels, p.ad_levels, p.max_order),
             rule("demand", f"A {prod}'s demand on a {per} is floor(base demand x price percent x advertising "

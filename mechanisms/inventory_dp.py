@@ -317,7 +317,8 @@ class InventoryDP(Mechanism[InventoryParams]):
         return [
             rule("structure", f"There are {T} {per}s, numbered 1 to {T}. {v['place']} can hold at most "
                  f"{p.capacity} {v['items']} after a delivery, one {per}'s order is at most {p.max_order} "
-                 f"{v['items']}, and the stock at the start is {p.initial_stock} {v['items']}.",
+                 f"{v['items']}, and the stock at the start is {p.initial_stock} "
+                 f"{v['item'] if p.initial_stock == 1 else v['items']}.",
                  T, p.capacity, p.max_order, p.initial_stock),
             probed("demand", "probe_demand", f"The true demand for {v['items']}, {per} by {per}: {demand}.",
                    p.demand),
