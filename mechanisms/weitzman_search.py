@@ -35,11 +35,13 @@ box's margin were earned, though only the best prize is kept), in one bulk call.
 
 Two bulk decisions: ``open_boxes`` opens a list of boxes in order; ``open_until`` opens a list of boxes in order
 but stops before a box once the best prize found reaches that box's threshold: Weitzman's policy in one call (the
-thresholds are the reservation values). Hidden mode: the costs come in one probe, each distribution from its own
-probe; the informed agent probes the costs, then the distributions by decreasing posted prize, believes a point
-mass at the posted prize for a box it did not probe, and plays Weitzman's policy on that belief (it never sees a
-draw before opening). Its score is therefore the online policy's against the hindsight ceiling: below 1 even when
-every probe fits.
+thresholds are the reservation values). Hidden mode: the costs come in one probe, the distributions in one
+probe (or one box at a time), and an appraisal probe tells the prize one box would turn out to hold without
+opening it (one turn each, no fee), so that full information reaches the hindsight ceiling. The informed agent
+probes the costs and the distributions, then appraises boxes by decreasing posted prize; it believes a certain
+prize for an appraised box, the distribution for the others (a point mass at the posted prize if it has not
+probed it), and plays Weitzman's policy on that belief in one ``open_until`` call. With every appraisal it opens
+exactly the best box (u*); when the turns allow only some, it must choose which boxes to appraise.
 """
 
 from __future__ import annotations
@@ -192,8 +194,8 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
         "medium": Tier(((4, 3), (5, 4), (6, 3)), 0.4),
         # hard: every probe fits, and still no heuristic gets half-way; frontier: the same search, a third of
         # the probes
-        "hard": Tier(((10, 8), (12, 9)), 1.0),
-        "frontier": Tier(((10, 8), (12, 9)), 0.3),
+        "hard": Tier(((12, 9), (14, 9), (10, 9)), 1.0),
+        "frontier": Tier(((12, 9), (14, 9), (10, 9)), 0.3),
     }
     turn_slack = 2  # so that a tier's probe share, not the slack, decides how much of the information fits
     u0_band = (-1.0, 0.95)
@@ -276,6 +278,10 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
             OperationSpec(name="probe_prize_distribution", kind="probe",
                           summary="the possible prizes of one box and the probability of each", args=box),
             OperationSpec(name="probe_all_costs", kind="probe", summary="the opening cost of every box"),
+            OperationSpec(name="probe_all_distributions", kind="probe",
+                          summary="the possible prizes of every box and their probabilities"),
+            OperationSpec(name="probe_draw", kind="probe",
+                          summary="the prize one box would turn out to hold, without opening it", args=box),
             OperationSpec(name="read_posted_prize", kind="info", summary="the posted expected prize of one box",
                           args=box, decoy=True, estimates="expected value"),
             OperationSpec(name="list_boxes", kind="info", summary="the box numbers and which are still closed"),
@@ -324,6 +330,13 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
                     "expected value": round(float(sum(v * q for v, q in zip(values, probs, strict=True))), 6)}
         if op == "probe_all_costs":
             return {"fees": {f"box {j}": p.costs[j - 1] for j in range(1, p.boxes + 1)}}
+        if op == "probe_all_distributions":
+            return {"distributions": {f"box {j}": {"values": list(p.prize_values[j - 1]),
+                                                   "probabilities": list(p.prize_probabilities[j - 1])}
+                                      for j in range(1, p.boxes + 1)}}
+        if op == "probe_draw":
+            j = require_int(args, "box", 1, p.boxes)
+            return {"box": j, "value if investigated": p.prizes[j - 1]}
         if op == "read_posted_prize":
             j = require_int(args, "box", 1, p.boxes)
             return {"box": j, "posted expected value": p.posted_prizes[j - 1]}
@@ -385,15 +398,18 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
                                                    zip(p.prize_values[j], p.prize_probabilities[j], strict=True))
                          for j in range(n))
         posted = "; ".join(f"{j + 1}: {p.posted_prizes[j]:g}" for j in range(n))
+        draws = "; ".join(f"{j + 1}: {p.prizes[j]:g}" for j in range(n))
         return [
             rule("structure", f"There are {n} {v['options']}, numbered 1 to {n}. Investigating one costs its fee and "
-                 "reveals its value, drawn independently from its own distribution and seen only once it is "
-                 "investigated.", n),
+                 "reveals its value, drawn independently from its own distribution; an appraisal tells what value "
+                 f"one {v['option']} would turn out to have, without investigating it or paying its fee.", n),
             probed("fees", "probe_all_costs", f"The fee of each {v['option']}, in {v['currency']}: {fees}.",
                    p.costs),
-            probed("distributions", "probe_prize_distribution", f"The values each {v['option']} can turn out to "
+            probed("distributions", "probe_all_distributions", f"The values each {v['option']} can turn out to "
                    f"have, in {v['currency']}, each with its probability in brackets: {odds}.",
                    [*(x for row in p.prize_values for x in row), *(q for row in p.prize_probabilities for q in row)]),
+            probed("draws", "probe_draw", f"The value each {v['option']} would turn out to have if investigated, "
+                   f"in {v['currency']}: {draws}.", p.prizes),
             probed("posted", "read_posted_prize", f"The {v['sticker']} quotes these expected values in "
                    f"{v['currency']} (an outside estimate, not the distribution): {posted}.", p.posted_prizes),
             rule("search", f"{v['options'][:1].upper() + v['options'][1:]} are investigated one at a time (or a "
@@ -409,23 +425,29 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
         ]
 
     def probe_order(self, params: WeitzmanParams) -> list[Action]:
-        """Every fee in one call, then each distribution by decreasing posted expected value."""
+        """Every fee and every distribution in one call each, then each box's appraisal by decreasing posted
+        expected value."""
         p = params
         ranked = sorted(range(1, p.boxes + 1), key=lambda j: (-p.posted_prizes[j - 1], j))
-        return [Action(op="probe_all_costs"),
-                *(Action(op="probe_prize_distribution", args={"box": j}) for j in ranked)]
+        return [Action(op="probe_all_costs"), Action(op="probe_all_distributions"),
+                *(Action(op="probe_draw", args={"box": j}) for j in ranked)]
 
     def believed(self, params: WeitzmanParams, probed: list[Action]) -> WeitzmanParams:
-        """The draws are unknown (None); probed fees and distributions are true; an unprobed distribution is a
-        certain value at the posted expected value; unprobed fees are 0."""
+        """The draws are not known as such (None): an appraised box is a certain value at its appraisal; probed fees
+        and distributions are true; an unprobed distribution is a certain value at the posted expected value;
+        unprobed fees are 0."""
         p = params
         known = {a.args["box"] for a in probed if a.op == "probe_prize_distribution"}
+        if any(a.op == "probe_all_distributions" for a in probed):
+            known = set(range(1, p.boxes + 1))
+        drawn = {a.args["box"] for a in probed if a.op == "probe_draw"}
         fees_known = any(a.op == "probe_all_costs" for a in probed)
         fee_of = {a.args["box"] for a in probed if a.op == "probe_cost"}
         costs = [p.costs[j - 1] if fees_known or j in fee_of else 0.0 for j in range(1, p.boxes + 1)]
-        values = [list(p.prize_values[j - 1]) if j in known else [p.posted_prizes[j - 1]]
-                  for j in range(1, p.boxes + 1)]
-        probs = [list(p.prize_probabilities[j - 1]) if j in known else [1.0] for j in range(1, p.boxes + 1)]
+        values = [[p.prizes[j - 1]] if j in drawn else list(p.prize_values[j - 1]) if j in known
+                  else [p.posted_prizes[j - 1]] for j in range(1, p.boxes + 1)]
+        probs = [[1.0] if j in drawn else list(p.prize_probabilities[j - 1]) if j in known else [1.0]
+                 for j in range(1, p.boxes + 1)]
         return WeitzmanParams(costs=costs, prize_values=values, prize_probabilities=probs, prizes=None,
                               posted_prizes=list(p.posted_prizes))
 
@@ -449,7 +471,7 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
         return [params.boxes, *range(0, params.boxes + 1)]
 
     def probe_allowance(self, params: WeitzmanParams) -> int:
-        return params.boxes + 1  # every prize distribution and all the costs at once
+        return params.boxes + 2  # all the costs and all the distributions at once, every box's appraisal
 
 
 register(WeitzmanSearch())
