@@ -173,7 +173,8 @@ class InventoryDP(Mechanism[InventoryParams]):
             orders.append(q)
             stock, _ = _period_step(p, stock, q, p.demand[t])
         u_star = float(value[p.initial_stock + offset])
-        actions = [Action(op="close_periods", args={"orders": orders})]
+        # every period but the last in one call, then the last (a plan whose first call does not end the run)
+        actions = [Action(op="close_periods", args={"orders": part}) for part in (orders[:-1], orders[-1:]) if part]
         return Solution(u_star, actions, "backward Bellman recursion",
                         {"states": len(value) * p.horizon, "orders": orders})
 
