@@ -55,7 +55,7 @@ class VhdTask(vf.Task[VhdData, VhdState, VhdTaskConfig]):
         return [VhdToolset(ToolsetConfig())]
 
     @vf.reward(weight=1.0)
-    async def score(self, trace) -> float:
+    async def env_score(self, trace) -> float:
         """The environment's score, clip((u - u0) / (u* - u0), 0, 1), of the rollout's calls."""
         return replay(self.data, trace.state.calls).score()
 

@@ -21,7 +21,8 @@ class VhdToolset(Toolset[ToolsetConfig, VhdState]):
     env: Environment | None = None
 
     async def setup_task(self, task) -> None:
-        self.env = Environment(EnvSpec.model_validate_json(task.data.spec_json), task.data.mode)
+        data = getattr(task, "data", task)  # the rollout's task data (VhdData), fetched from the state channel
+        self.env = Environment(EnvSpec.model_validate_json(data.spec_json), data.mode)
 
     def register(self, mcp: MCPServer) -> None:
         server = cast(Any, mcp)
