@@ -1,0 +1,142 @@
+"""The verifiers v1 tasksets, run by verifiers' own evaluation (`vf-eval`, verifiers 0.4 in its sidecar: it pins
+mcp==2.0.0) against the local gemma-3-270m server: each rollout starts its own toolset (the environment's tools,
+listed dynamically), and the trace records the reward (our score) and the metrics u, turns, errors. The endless
+taskset draws the same environment from the same seed."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+
+import pytest
+
+from envs.catalog import select_specs
+from envs.environment import Environment
+from integrations.generate import spec_from_seed
+from schemas.envspec import EnvSpec
+from tests.evaluation.support import generated_warehouse
+from tests.integrations.support import ROOT, SIDECARS, run_in_sidecar, sidecar_python
+
+
+@pytest.fixture(scope="module")
+def warehouse(prefect_server):
+    return generated_warehouse()
+
+
+def _sidecar_env() -> dict:
+    bin_dir = str(SIDECARS / "verifiers" / "bin")
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT), "VHD_LOCAL_KEY": "local"}
+
+
+def _tool_calls(trace: dict) -> list[tuple[str, dict]]:
+    calls = []
+    for node in trace["nodes"]:
+        message = node.get("message") or {}
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or call
+            arguments = function.get("arguments")
+            calls.append((function["name"], json.loads(arguments) if isinstance(arguments, str) else arguments or {}))
+    return calls
+
+
+def _vf_eval(tmp_path, local_llm, *argv: str) -> list[dict]:
+    model, api_base = local_llm
+    sidecar_python("verifiers")
+    command = [str(SIDECARS / "verifiers" / "bin" / "vf-eval"), *argv, "--env.agent.harness.id", "null",
+               "--env.agent.runtime.type", "subprocess", "--model", model.removeprefix("openai/"),
+               "--client.base-url", api_base, "--client.api-key-var", "VHD_LOCAL_KEY", "--env.agent.max-turns", "3",
+               "--sampling.max-tokens", "48", "--sampling.temperature", "0"]
+    completed = subprocess.run(command, cwd=tmp_path, env=_sidecar_env(), capture_output=True, text=True,
+                               timeout=600)
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    files = glob.glob(str(tmp_path / "outputs" / "*" / "traces.jsonl"))
+    assert len(files) == 1, completed.stdout[-3000:]
+    with open(files[0]) as handle:
+        return [json.loads(line) for line in handle]
+
+
+def _check_rollout(episode: dict, spec: EnvSpec) -> None:
+    """One rollout: no error, our reward and metrics recorded, equal to replaying its tool calls on the
+    Environment; the toolset served this environment's own tools."""
+    data = episode["task"]["data"]
+    assert data["env_id"] == spec.env_id
+    (trace,) = episode["traces"]
+    assert trace["errors"] == [], trace["errors"]
+    env = Environment(spec, data["mode"])
+    assert {t["name"] for t in trace["tools"]} == set(env.tool_names)
+    for name, arguments in _tool_calls(trace):
+        env.step(name, arguments)
+    reward = trace["rewards"]["env_score"]
+    assert reward["score"] == pytest.approx(env.score()) and 0.0 <= reward["score"] <= 1.0
+    assert trace["metrics"] == pytest.approx({"u": env.utility(), "turns": float(env.turns),
+                                              "errors": float(env.errors)})
+
+
+def test_vf_eval_runs_catalog_tasks_against_the_local_model(warehouse, local_llm, tmp_path):
+    specs = {s.env_id: s for s in select_specs("family IN ('knapsack', 'lp')", None, warehouse)}
+    episodes = _vf_eval(tmp_path, local_llm, "vhdplay-catalog", "--env.taskset.warehouse", warehouse,
+                        "--env.taskset.where", "family IN ('knapsack', 'lp')", "--env.taskset.mode", "revealed")
+    assert len(episodes) == len(specs)
+    for episode in episodes:
+        _check_rollout(episode, specs[episode["task"]["data"]["env_id"]])
+
+
+def test_vf_eval_runs_the_endless_taskset_from_seeds(local_llm, tmp_path):
+    episodes = _vf_eval(tmp_path, local_llm, "vhdplay-endless", "--env.taskset.families", "knapsack,routing",
+                        "--env.taskset.tier", "hard", "--env.taskset.start-seed", "40", "--select.limit", "2")
+    assert sorted(e["task"]["data"]["seed"] for e in episodes) == [40, 41]
+    for episode in episodes:
+        data = episode["task"]["data"]
+        spec = spec_from_seed(data["seed"], ["knapsack", "routing"], "hard")  # the same seed, the same environment
+        assert EnvSpec.model_validate_json(data["spec_json"]).env_id == spec.env_id
+        _check_rollout(episode, spec)
+
+
+VIEWS = """
+import json, sys
+from integrations.vf.catalog import VhdCatalogConfig, VhdCatalogTaskset
+from integrations.vf.endless import VhdEndlessConfig, VhdEndlessTaskset
+p = json.load(sys.stdin)
+catalog = VhdCatalogTaskset(VhdCatalogConfig(warehouse=p["warehouse"], where="family = 'knapsack'", mode="all"))
+tasks = list(catalog)
+hard = list(VhdCatalogTaskset(VhdCatalogConfig(warehouse=p["warehouse"], difficulty="hard", mode="hidden")))
+endless = VhdEndlessTaskset(VhdEndlessConfig(families="knapsack,lp", start_seed=7))
+first = [t.data.env_id for t in endless.take(4)]
+again = [t.data.env_id for t in endless.take(4)]
+try:
+    list(VhdCatalogTaskset(VhdCatalogConfig(warehouse=p["warehouse"], difficulty="impossible")))
+    refused = None
+except ValueError as error:
+    refused = str(error)
+print(json.dumps({"keys": [t.key for t in tasks], "modes": [t.data.mode for t in tasks],
+                  "hard": sorted(t.data.env_id for t in hard), "first": first, "again": again,
+                  "seeds": [t.data.seed for t in endless.take(4)], "bounded": endless.bounded,
+                  "refused": refused}))
+"""
+
+
+def test_taskset_selection_and_seeds_through_verifiers_views(warehouse):
+    answer = run_in_sidecar("verifiers", VIEWS, {"warehouse": warehouse}, env=_sidecar_env())
+    knapsacks = select_specs("family = 'knapsack'", None, warehouse)
+    assert len(answer["keys"]) == len(set(answer["keys"])) == 3 * len(knapsacks)
+    assert sorted(set(answer["modes"])) == ["hidden", "revealed", "written"]
+    assert answer["hard"] == sorted(s.env_id for s in select_specs("difficulty = 'hard'", None, warehouse))
+    assert answer["first"] == answer["again"] and len(set(answer["first"])) == 4
+    assert answer["first"] == [spec_from_seed(seed, ["knapsack", "lp"]).env_id for seed in range(7, 11)]
+    assert answer["seeds"] == [7, 8, 9, 10] and answer["bounded"] is False
+    assert "unknown difficulty 'impossible'" in answer["refused"] and "\n" not in answer["refused"]
+
+
+def test_the_same_seed_gives_the_same_environment():
+    first = [spec_from_seed(seed, "diagnostic", "medium") for seed in range(6)]
+    again = [spec_from_seed(seed, "diagnostic", "medium") for seed in range(6)]
+    assert [s.env_id for s in first] == [s.env_id for s in again]
+    assert len({s.env_id for s in first}) == 6
+    assert [s.family for s in first[:5]] == sorted(["inventory_dp", "knapsack", "lp", "qp", "routing"])
+    for bad, needle in ((-1, "non-negative"), ("3", "non-negative")):
+        with pytest.raises(ValueError, match=needle):
+            spec_from_seed(bad)
+    with pytest.raises(ValueError, match="unknown tier"):
+        spec_from_seed(0, tier="legendary")
