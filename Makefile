@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 LLM_STAMP := $(VENV)/.installed-llm
 COUNT ?= 300
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean sidecars
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -28,10 +28,28 @@ $(LLM_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,llm]'
 	touch $(LLM_STAMP)
 
+# the trainers' own packages for tests/integrations (issue 16). TRL: trl --no-deps beside transformers and datasets,
+# since its tool-schema extraction needs no torch (GRPOTrainer itself does: pip install torch). verifiers 0.4 pins
+# mcp==2.0.0 and openenv 0.10's fastmcp needs mcp<2, while vhdplay needs mcp 2.3: each gets its own venv in
+# .venv/sidecars (verifiers' harness installs its chat program with uv, from PyPI, on first use).
+INTEG_STAMP := $(VENV)/.installed-integrations
+SIDECARS := $(VENV)/sidecars
+$(INTEG_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt 'transformers>=5.2,<6' 'datasets>=4.7'
+	$(BIN)/python -m pip install --quiet --no-deps 'trl>=1.16,<1.17'
+	$(PYTHON) -m venv $(SIDECARS)/openenv
+	$(SIDECARS)/openenv/bin/python -m pip install --quiet 'openenv>=0.10,<0.11'
+	$(PYTHON) -m venv $(SIDECARS)/verifiers
+	$(SIDECARS)/verifiers/bin/python -m pip install --quiet 'verifiers>=0.4,<0.5' uv 'duckdb>=2.0,<3' 'pyarrow>=20' \
+		'numpy>=2.0,<3' 'scipy>=1.14,<2' 'pandas>=2.2,<4'
+	touch $(INTEG_STAMP)
+
+sidecars: $(INTEG_STAMP)
+
 run: $(STAMP)
 	$(BIN)/vhd generate --count $(COUNT)
 
-test: $(LLM_STAMP)
+test: $(LLM_STAMP) $(INTEG_STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
