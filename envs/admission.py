@@ -113,23 +113,20 @@ def admit(spec: EnvSpec) -> Admission:
     try:
         check_structure(spec)
         checks["structure"] = "ok"
-        declared = mechanisms.get(spec.family).declares_facts  # TRANSITIONAL: every family will
-        observations = bound_observations(spec) if declared else {}
+        observations = bound_observations(spec)
         try:
-            if declared:
-                check_completeness(spec, observations)
+            check_completeness(spec, observations)
         except Incomplete as gap:
             raise Rejected("completeness", str(gap)) from None
         checks["completeness"] = "ok"
         _check_band(spec, checks)
         hidden_plays = _check_play(spec, checks)
-        if declared:
-            hidden_plays.append(_check_ceiling(spec, checks))
-            try:
-                lint(spec, observations, hidden_plays)
-            except LintError as defect:
-                raise Rejected("prose", str(defect)) from None
-            checks["prose"] = "ok"
+        hidden_plays.append(_check_ceiling(spec, checks))
+        try:
+            lint(spec, observations, hidden_plays)
+        except LintError as defect:
+            raise Rejected("prose", str(defect)) from None
+        checks["prose"] = "ok"
         leaks = hidden_leaks(spec)
         if leaks:
             raise Rejected("leak", f"hidden mode shows parameter or solution values {leaks[:5]}")

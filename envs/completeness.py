@@ -16,7 +16,7 @@ import copy
 from typing import Any
 
 import mechanisms
-from mechanisms.base import operation_calls
+from mechanisms.base import ActionError, operation_calls
 from mechanisms.facts import REQUIRED_RULES, Fact
 from schemas.envspec import EnvSpec, OperationSpec
 from setter.corpus import passage_vocabulary
@@ -53,7 +53,12 @@ def operation_observations(mechanism, params, operations: list[OperationSpec]) -
     seen: dict[str, list[Any]] = {}
     for op in operations:
         calls = probe_calls.get(op.name, []) if op.kind == "probe" else operation_calls(mechanism.id, op)
-        seen[op.name] = [mechanism.apply(params, copy.deepcopy(fresh), action) for action in calls]
+        seen[op.name] = []
+        for action in calls:
+            try:
+                seen[op.name].append(mechanism.apply(params, copy.deepcopy(fresh), action))
+            except ActionError:  # an argument combination the operation refuses (a range whose ends cross)
+                continue
     return seen
 
 

@@ -217,12 +217,22 @@ def shown(observation: Any, names: dict[str, str]) -> Any:
     return observation
 
 
+# what the generic template and the mechanisms call things; an error message shows the passage's word instead
+TEMPLATE_WORDS = frozenset({
+    "item", "items", "candidate", "candidates", "product", "products", "resource", "resources", "site", "sites",
+    "customer", "customers", "job", "jobs", "machine", "machines", "option", "options", "offer", "offers",
+    "counterpart", "deal", "supplier", "vehicle", "sticker", "box", "boxes", "prize", "prizes", "enjoyment",
+})
+
+
 def in_passage_words(message: str, names: dict[str, str]) -> str:
-    """A mechanism's message with every word the rendering names (whole words only) in the passage's words."""
+    """A mechanism's message in the passage's words: a template word the rendering names ("item") and a named word
+    followed by a number ("limit 2") are shown as the rendering names them; other words stay as they are."""
     pattern = _word_pattern(tuple(sorted(key for key in names if " " not in key)))
     if pattern is None:
         return message
-    return pattern.sub(lambda m: names[m.group(1)], message)
+    return pattern.sub(lambda m: names[m.group(1)] if m.group(1) in TEMPLATE_WORDS or m.group(2) else m.group(0),
+                       message)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -230,7 +240,7 @@ def _word_pattern(words: tuple[str, ...]) -> re.Pattern | None:
     if not words:
         return None
     alternatives = "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
-    return re.compile(rf"\b({alternatives})\b")
+    return re.compile(rf"\b({alternatives})\b(?=( \d))?")
 
 
 def _shown_key(key: Any, names: dict[str, str]) -> Any:

@@ -21,17 +21,13 @@ from typing import Any
 import mechanisms
 from envs.agents import play
 from envs.completeness import bound_observations
-from envs.environment import Environment, shown
+from envs.environment import TEMPLATE_WORDS, Environment, shown
 from schemas.envspec import EnvSpec
 from setter.corpus import passage_vocabulary
 from setter.phrasebook import family_vocabulary_keys
 
 # what the generic template and the mechanisms call things; a passage's own words replace them
-GENERIC_WORDS = frozenset({
-    "item", "items", "candidate", "candidates", "product", "products", "resource", "resources", "site", "sites",
-    "customer", "customers", "job", "jobs", "machine", "machines", "option", "options", "offer", "offers",
-    "counterpart", "deal", "supplier", "vehicle", "sticker", "box", "boxes", "prize", "prizes", "enjoyment",
-})
+GENERIC_WORDS = TEMPLATE_WORDS
 # keys the runtime itself shows, whatever the family
 RUNTIME_KEYS = frozenset({"error", "result", "turns_left", "accepted_steps", "finished"})
 SPENDS_PHRASE = "spends one turn"

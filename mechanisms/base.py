@@ -212,7 +212,7 @@ class Mechanism(ABC, Generic[P]):
     # --- rendering facts ------------------------------------------------------------------
     @property
     def declares_facts(self) -> bool:
-        """Whether the family declares its facts, belief and heuristics (TRANSITIONAL: every family will)."""
+        """Whether the family declares its facts (every registered family does: the conformance suite checks)."""
         return type(self).facts is not Mechanism.facts
 
     def describe(self, params: P, vocab: dict[str, str]) -> str:

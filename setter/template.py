@@ -114,11 +114,8 @@ def compose_instructions(mechanism: Mechanism, params, passage: Passage, intro: 
     sticker = passage.vocab["sticker"]
     budget = (f"You have {turn_budget} turns; every tool call spends one, probes and refused calls included. "
               f"The {sticker} is posted for convenience and is not guaranteed to be right.")
-    if mechanism.declares_facts:
-        facts = mechanism.facts(params, passage.vocab)
-        everything, rules = stated(facts), rules_text(facts)
-    else:  # TRANSITIONAL
-        everything, rules = mechanism.describe(params, passage.vocab), ""
+    facts = mechanism.facts(params, passage.vocab)
+    everything, rules = stated(facts), rules_text(facts)
     plan_names = ", ".join(t.name for t in tools if t.kind in ("decision", "clock"))
     instructions = {
         "revealed": f"{intro}\n\nGoal: {goal}\n\nThe facts: {everything}\n\nAct only through the tools. {budget}",

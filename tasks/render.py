@@ -53,8 +53,7 @@ def render_candidate(shard: ShardSpec, solved: Solved, attempt: int = 1, feedbac
                          budget_exhausted=True)
     finally:
         CURRENT_SHARD.reset(token)
-    difficulty, informed, measured = (measure(mechanism, params, solved.outcome, budget, share, shard.difficulty)
-                                      if mechanism.declares_facts else (None, None, None))  # TRANSITIONAL
+    difficulty, informed, measured = measure(mechanism, params, solved.outcome, budget, share, shard.difficulty)
     spec = build_spec(mechanism, params, solved.outcome, rendering, split=shard.split, size=solved.instance.size,
                       horizon=solved.instance.horizon, seed=solved.instance.seed, setter=shard.setter,
                       model=shard.model, budget=budget, difficulty=difficulty, informed=informed,

@@ -28,8 +28,7 @@ def make_spec(family: str, index: int, size: int | None = None, horizon: int | N
     outcome = m.outcome(params)
     budget = turn_budget(m, params, outcome, share)
     rendering, _ = TemplateSetter().render(m, params, outcome, f"test/{family}/{index}", attempt, budget)
-    difficulty, informed, measured = (measure(m, params, outcome, budget, share, tier) if m.declares_facts
-                                      else (None, None, None))  # TRANSITIONAL: every family will declare facts
+    difficulty, informed, measured = measure(m, params, outcome, budget, share, tier)
     return build_spec(m, params, outcome, rendering, split="train", size=size, horizon=horizon, seed=seed,
                       setter="template", model=None, budget=budget, difficulty=difficulty, informed=informed,
                       measured=measured)

@@ -105,7 +105,7 @@ def test_observed_numbers_reads_nested_observations_and_ignores_flags():
 
 
 def _declaring():
-    return [m.id for m in mechanisms.families() if m.declares_facts]
+    return [m.id for m in mechanisms.families()]
 
 
 @pytest.mark.parametrize("family", _declaring())

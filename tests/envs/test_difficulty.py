@@ -15,7 +15,7 @@ from setter.spec import turn_budget
 from tests.cli.test_cli import vhd
 from tests.support import make_spec
 
-DECLARING = [m.id for m in mechanisms.families() if m.declares_facts]
+DECLARING = [m.id for m in mechanisms.families()]
 
 
 @pytest.mark.parametrize(("heuristic", "informed", "fit", "tier"), [

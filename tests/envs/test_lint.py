@@ -77,7 +77,7 @@ def test_words_split_identifiers():
 
 
 def _declaring():
-    return [m.id for m in mechanisms.families() if m.declares_facts]
+    return [m.id for m in mechanisms.families()]
 
 
 @pytest.mark.parametrize("family", _declaring())

@@ -207,3 +207,22 @@ def test_parameters_as_data_round_trip_and_bad_shapes_get_a_one_line_error(famil
     assert refused >= 1, "dropping an entry of a list field should break a shape check"
     with pytest.raises(ParamsError, match="unexpected|Extra inputs"):
         m.params_from_data({**data, "no_such_field": 1})
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_declares_its_facts_belief_heuristics_and_tiers(family):
+    from mechanisms.base import Mechanism
+    from mechanisms.facts import REQUIRED_RULES
+    from schemas.tiers import TIERS
+    from setter.corpus import VOCAB_KEYS
+
+    m = mechanisms.get(family)
+    for hook in ("facts", "believed", "heuristic_actions", "probe_order"):
+        assert getattr(type(m), hook) is not getattr(Mechanism, hook) or hook == "probe_order", f"{family}: {hook}"
+    assert "describe" not in type(m).__dict__, f"{family} states its facts twice: drop describe()"
+    assert list(m.tiers()) == list(TIERS)
+    params = m.sample(np.random.default_rng([13, 0]), m.default_size, m.default_horizon)
+    facts = m.facts(params, {k: k for k in VOCAB_KEYS})
+    assert {f.key for f in facts} >= set(REQUIRED_RULES) and len({f.key for f in facts}) == len(facts)
+    assert m.heuristic_actions(params), f"{family} declares no heuristic agent"
+    assert m.believed(params, m.probe_order(params)) is not None
