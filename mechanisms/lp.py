@@ -17,8 +17,8 @@ Dynamics: the agent sets the quantities of the current period one product at a t
 raises the use of some row above its limit, given committed and current quantities, is refused) or all at
 once with ``set_plan`` (each quantity, in product order, lowered to what still fits); a clock step commits
 the period. Probes take the period they ask about, so any period can be probed at any time; the informed
-agent probes every period's limits and caps first, then profits and uses by posted profit. Solved exactly with HiGHS (``scipy.optimize.linprog``); an unbounded
-instance is rejected with ValueError("unbounded ...").
+agent probes every period's limits and caps first, then profits and uses by posted profit. Solved exactly
+with HiGHS (``scipy.optimize.linprog``); an unbounded instance is rejected with ValueError("unbounded ...").
 """
 
 from __future__ import annotations
