@@ -185,7 +185,8 @@ def test_probes_reveal_any_period_without_changing_the_state():
                                             args={"period": t, "product": k}))["posted"] == p.sticker_profit[j]
         caps = M.apply(p, state, Action(op="probe_demand_caps", args={"period": t}))["caps"]
         single = [i for i, row in enumerate(p.A_ub) if np.count_nonzero(row) == 1]
-        assert list(caps.values()) == [p.b_ub[i] for i in single if np.flatnonzero(p.A_ub[i])[0] // p.n_products == t - 1]
+        in_period = [i for i in single if np.flatnonzero(p.A_ub[i])[0] // p.n_products == t - 1]
+        assert list(caps.values()) == [p.b_ub[i] for i in in_period]
     assert state == M.initial_state(p)
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import mechanisms
-from mechanisms import qp as qp_module
 from envs.scoring import score
+from mechanisms import qp as qp_module
 from mechanisms.base import ActionError
 from mechanisms.qp import QPParams
 from schemas.envspec import Action

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import mechanisms
-from envs.difficulty import measure
 from envs.admission import admit
+from envs.difficulty import measure
 from setter.corpus import choose_passage, domains, load_corpus, passages_for
 from setter.spec import build_spec, turn_budget
 from setter.template import render
