@@ -81,8 +81,7 @@ def test_the_turn_cap_and_silent_replies_end_the_episode(monkeypatch):
     _scripted(monkeypatch, ["I would rather not."])
     row = play_episode(spec, "hidden", "litellm", "run-1", config=AgentConfig(MODEL))
     assert row["turns"] == 0 and row["llm_calls"] == 2 and row["error"] is None
-    first = list(oracle(Environment(spec, "hidden")))[0]
-    _scripted(monkeypatch, [[first]])
+    _scripted(monkeypatch, [[("turns_left", {})]])  # a call that never ends the episode
     capped = play_episode(spec, "hidden", "litellm", "run-1", config=AgentConfig(MODEL, max_turns=3))
     assert capped["llm_calls"] == 3 and capped["turns"] == 3
 
