@@ -44,10 +44,12 @@ def _tool_calls(trace: dict) -> list[tuple[str, dict]]:
 def _vf_eval(tmp_path, local_llm, *argv: str) -> list[dict]:
     model, api_base = local_llm
     sidecar_python("verifiers")
-    command = [str(SIDECARS / "verifiers" / "bin" / "vf-eval"), *argv, "--env.agent.harness.id", "null",
-               "--env.agent.runtime.type", "subprocess", "--model", model.removeprefix("openai/"),
-               "--client.base-url", api_base, "--client.api-key-var", "VHD_LOCAL_KEY", "--env.agent.max-turns", "3",
-               "--sampling.max-tokens", "48", "--sampling.temperature", "0"]
+    defaults = {"--env.agent.harness.id": "null", "--env.agent.runtime.type": "subprocess",
+                "--model": model.removeprefix("openai/"), "--client.base-url": api_base,
+                "--client.api-key-var": "VHD_LOCAL_KEY", "--env.agent.max-turns": "3", "--sampling.max-tokens": "48",
+                "--sampling.temperature": "0"}
+    options = [a for flag, value in defaults.items() if flag not in argv for a in (flag, value)]
+    command = [str(SIDECARS / "verifiers" / "bin" / "vf-eval"), *argv, *options]
     completed = subprocess.run(command, cwd=tmp_path, env=_sidecar_env(), capture_output=True, text=True,
                                timeout=600)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
@@ -140,3 +142,94 @@ def test_the_same_seed_gives_the_same_environment():
             spec_from_seed(bad)
     with pytest.raises(ValueError, match="unknown tier"):
         spec_from_seed(0, tier="legendary")
+
+
+class OracleChatServer:
+    """A scripted OpenAI-compatible chat endpoint standing in for a model that plays well: it answers each request
+    with the oracle's next tool call for the episode its system prompt opens (the number of tool results so far
+    picks the call), as JSON or as a server-sent event stream. It stands in for the model only; the taskset, its
+    toolset, the environment and verifiers' evaluation all run for real."""
+
+    def __init__(self, specs: list[EnvSpec], mode: str):
+        import http.server
+        import threading
+
+        from envs.agents import oracle
+
+        scripts = {}
+        for spec in specs:
+            env = Environment(spec, mode)
+            scripts[env.instructions] = list(oracle(Environment(spec, mode)))
+        outer = self
+        self.requests = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):  # /v1/models
+                self._send(200, "application/json", json.dumps({"data": [{"id": "oracle", "object": "model"}]}))
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                outer.requests += 1
+                messages = body["messages"]
+                system = next(m["content"] for m in messages if m["role"] == "system")
+                text = system if isinstance(system, str) else " ".join(p.get("text", "") for p in system)
+                script = next(s for instructions, s in scripts.items() if instructions in text)
+                done = sum(1 for m in messages if m["role"] == "tool")
+                name, arguments = script[min(done, len(script) - 1)]
+                call = {"index": 0, "id": f"call_{done}", "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(arguments)}}
+                if body.get("stream"):
+                    chunks = [{"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "oracle",
+                               "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [call]},
+                                            "finish_reason": None}]},
+                              {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "oracle",
+                               "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+                               "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}]
+                    events = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+                    self._send(200, "text/event-stream", events)
+                    return
+                del call["index"]
+                self._send(200, "application/json", json.dumps({
+                    "id": "c", "object": "chat.completion", "created": 0, "model": "oracle",
+                    "choices": [{"index": 0, "finish_reason": "tool_calls",
+                                 "message": {"role": "assistant", "content": None, "tool_calls": [call]}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}))
+
+            def _send(self, status, kind, text):
+                data = text.encode()
+                self.send_response(status)
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.api_base = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self):
+        self.server.shutdown()
+
+
+def test_a_model_that_plays_the_oracle_earns_reward_one_through_verifiers(warehouse, tmp_path):
+    """The toolset's state reaches the trace: every call, turn and error the rollout made is scored."""
+    specs = select_specs("family IN ('knapsack', 'routing')", None, warehouse)
+    model = OracleChatServer(specs, "revealed")
+    try:
+        episodes = _vf_eval(tmp_path, ("oracle", model.api_base), "vhdplay-catalog", "--env.taskset.warehouse",
+                            warehouse, "--env.taskset.where", "family IN ('knapsack', 'routing')",
+                            "--env.taskset.mode", "revealed", "--env.agent.max-turns", "60")
+    finally:
+        model.close()
+    assert model.requests > len(specs)
+    by_id = {s.env_id: s for s in specs}
+    for episode in episodes:
+        spec = by_id[episode["task"]["data"]["env_id"]]
+        _check_rollout(episode, spec)
+        (trace,) = episode["traces"]
+        assert trace["rewards"]["env_score"]["score"] == pytest.approx(1.0)
+        assert trace["metrics"]["turns"] >= 2
