@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import verifiers.v1 as vf
+from pydantic import field_validator
 
 from integrations.vf.common import VhdTask, VhdTaskConfig, task_of
 
@@ -24,17 +25,51 @@ class VhdCatalogConfig(vf.TasksetConfig):
     """At most this many environments (in env_id order)."""
     task: VhdTaskConfig = VhdTaskConfig()
 
+    # checked when the config is parsed, so verifiers' CLI reports a bad value in one line before any rollout
+    @field_validator("where")
+    @classmethod
+    def _where(cls, value: str) -> str:
+        from envs.catalog import check_predicate
+
+        return check_predicate(value)
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, value: str) -> str:
+        parse_modes(value)
+        return value
+
+    @field_validator("difficulty")
+    @classmethod
+    def _difficulty(cls, value: str | None) -> str | None:
+        if value is not None and value not in TIERS:
+            raise ValueError(f"unknown difficulty {value!r}; choose one of {', '.join(TIERS)}")
+        return value
+
+    @field_validator("limit")
+    @classmethod
+    def _limit(cls, value: int | None) -> int | None:
+        if value is not None and value < 1:
+            raise ValueError(f"limit must be at least 1, got {value}")
+        return value
+
+
+def parse_modes(text: str) -> list[str]:
+    from schemas.envspec import MODES
+
+    modes = list(MODES) if text == "all" else [m.strip() for m in text.split(",") if m.strip()]
+    for mode in modes or [text]:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}, comma-separated, or all")
+    return modes
+
 
 class VhdCatalogTaskset(vf.Taskset[VhdTask, VhdCatalogConfig]):
     def load(self) -> Iterator[VhdTask]:
         from envs.catalog import select_specs
-        from schemas.envspec import MODES
 
         config = self.config
-        modes = list(MODES) if config.mode == "all" else [m.strip() for m in config.mode.split(",") if m.strip()]
-        for mode in modes:
-            if mode not in MODES:
-                raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}, comma-separated, or all")
+        modes = parse_modes(config.mode)
         where = config.where
         if config.difficulty is not None:
             if config.difficulty not in TIERS:

@@ -7,6 +7,7 @@ import itertools
 from collections.abc import Iterator
 
 import verifiers.v1 as vf
+from pydantic import field_validator
 
 from integrations.vf.common import VhdTask, VhdTaskConfig, task_of
 
@@ -21,6 +22,40 @@ class VhdEndlessConfig(vf.TasksetConfig):
     start_seed: int = 0
     """The first seed; task i is seed start_seed + i."""
     task: VhdTaskConfig = VhdTaskConfig()
+
+    # checked when the config is parsed, so verifiers' CLI reports a bad value in one line before any rollout
+    @field_validator("families")
+    @classmethod
+    def _families(cls, value: str | None) -> str | None:
+        from integrations.generate import resolve
+
+        resolve(value)
+        return value
+
+    @field_validator("tier")
+    @classmethod
+    def _tier(cls, value: str | None) -> str | None:
+        from integrations.generate import TIERS
+
+        if value is not None and value not in TIERS:
+            raise ValueError(f"unknown tier {value!r}; choose one of {', '.join(TIERS)}")
+        return value
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, value: str) -> str:
+        from schemas.envspec import MODES
+
+        if value not in MODES:
+            raise ValueError(f"unknown mode {value!r}; choose one of {', '.join(MODES)}")
+        return value
+
+    @field_validator("start_seed")
+    @classmethod
+    def _start_seed(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError(f"start_seed must be a non-negative integer, got {value}")
+        return value
 
 
 class VhdEndlessTaskset(vf.Taskset[VhdTask, VhdEndlessConfig]):

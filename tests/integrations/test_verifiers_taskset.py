@@ -107,11 +107,12 @@ hard = list(VhdCatalogTaskset(VhdCatalogConfig(warehouse=p["warehouse"], difficu
 endless = VhdEndlessTaskset(VhdEndlessConfig(families="knapsack,lp", start_seed=7))
 first = [t.data.env_id for t in endless.take(4)]
 again = [t.data.env_id for t in endless.take(4)]
+from pydantic import ValidationError
 try:
-    list(VhdCatalogTaskset(VhdCatalogConfig(warehouse=p["warehouse"], difficulty="impossible")))
+    VhdCatalogConfig(warehouse=p["warehouse"], difficulty="impossible")
     refused = None
-except ValueError as error:
-    refused = str(error)
+except ValidationError as error:
+    refused = error.errors()[0]["msg"]
 print(json.dumps({"keys": [t.key for t in tasks], "modes": [t.data.mode for t in tasks],
                   "hard": sorted(t.data.env_id for t in hard), "first": first, "again": again,
                   "seeds": [t.data.seed for t in endless.take(4)], "bounded": endless.bounded,
@@ -233,3 +234,19 @@ def test_a_model_that_plays_the_oracle_earns_reward_one_through_verifiers(wareho
         (trace,) = episode["traces"]
         assert trace["rewards"]["env_score"]["score"] == pytest.approx(1.0)
         assert trace["metrics"]["turns"] >= 2
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["vhdplay-catalog", "--env.taskset.where", "family ="], "--where does not parse as SQL"),
+    (["vhdplay-catalog", "--env.taskset.mode", "blind"], "unknown mode 'blind'"),
+    (["vhdplay-endless", "--env.taskset.tier", "legendary"], "unknown tier 'legendary'"),
+    (["vhdplay-endless", "--env.taskset.families", "nosuch"], "nosuch"),
+])
+def test_vf_eval_refuses_bad_taskset_options_before_any_rollout(tmp_path, argv, needle):
+    command = [str(SIDECARS / "verifiers" / "bin" / "vf-eval"), *argv, "--env.agent.harness.id", "null",
+               "--model", "none", "--client.base-url", "http://127.0.0.1:9/v1"]
+    completed = subprocess.run(command, cwd=tmp_path, env=_sidecar_env(), capture_output=True, text=True,
+                               timeout=300)
+    output = " ".join((completed.stdout + completed.stderr).replace("│", " ").split())  # verifiers boxes its error
+    assert completed.returncode != 0 and needle in output, output[-2000:]
+    assert "Traceback" not in output and not (tmp_path / "outputs").exists()
