@@ -30,8 +30,9 @@ $(LLM_STAMP): $(STAMP)
 
 # the trainers' own packages for tests/integrations (issue 16). TRL: trl --no-deps beside transformers and datasets,
 # since its tool-schema extraction needs no torch (GRPOTrainer itself does: pip install torch). verifiers 0.4 pins
-# mcp==2.0.0 and openenv 0.10's fastmcp needs mcp<2, while vhdplay needs mcp 2.3: each gets its own venv in
-# .venv/sidecars (verifiers' harness installs its chat program with uv, from PyPI, on first use).
+# mcp==2.0.0 and openenv 0.10's fastmcp needs mcp<2, while constraints.txt pins mcp 2.3: each gets its own venv in
+# .venv/sidecars (verifiers' harness installs its chat program with uv, from PyPI, on first use); skyrl-gym too (its
+# omegaconf needs antlr4 4.9, constraints.txt pins 4.13.2).
 INTEG_STAMP := $(VENV)/.installed-integrations
 SIDECARS := $(VENV)/sidecars
 $(INTEG_STAMP): $(STAMP)
@@ -42,6 +43,9 @@ $(INTEG_STAMP): $(STAMP)
 	$(PYTHON) -m venv $(SIDECARS)/verifiers
 	$(SIDECARS)/verifiers/bin/python -m pip install --quiet 'verifiers>=0.4,<0.5' uv 'duckdb>=2.0,<3' 'pyarrow>=20' \
 		'numpy>=2.0,<3' 'scipy>=1.14,<2' 'pandas>=2.2,<4'
+	$(PYTHON) -m venv $(SIDECARS)/skyrl
+	$(SIDECARS)/skyrl/bin/python -m pip install --quiet 'skyrl-gym>=0.4,<0.5' 'duckdb>=2.0,<3' 'pyarrow>=20' \
+		'numpy>=2.0,<3' 'scipy>=1.14,<2' 'pandas>=2.2,<4' 'pydantic>=2.10,<3'
 	touch $(INTEG_STAMP)
 
 sidecars: $(INTEG_STAMP)

@@ -26,9 +26,7 @@ from envs.environment import Environment
 from schemas.envspec import MODES, EnvSpec
 
 TRAINER_FORMATS = ("trl", "skyrl", "hf")
-# SkyRL's env_class: the name a SkyRL-gym environment for these rows would be registered under (none ships yet; the
-# rows carry the spec, and env_from_trainer_row rebuilds the environment whose score is the reward)
-ENV_CLASS = "vhdplay"
+ENV_CLASS = "vhdplay"  # SkyRL's env_class: integrations.skyrl.register() registers VhdSkyRLEnv under it
 FIRST_USER_MESSAGE = "Begin."  # what evaluation.llm_agent sends after the instructions
 REWARD_FORMULA = "clip((u - u0) / (u_star - u0), 0, 1)"
 
