@@ -10,6 +10,7 @@ import litellm
 import pytest
 
 from envs.admission import admit
+from envs.difficulty import measure
 from setter.base import RenderFailed
 from setter.budget import BUDGET, BudgetExhausted
 from setter.llm import LitellmSetter, draft_schema
@@ -35,13 +36,19 @@ def _render(model=MODEL, fallback=None, key="key", attempt=1, feedback=None):
     return LitellmSetter(model, fallback).render(m, params, outcome, key, attempt, budget, feedback)
 
 
+def _measured(m, params, outcome, budget) -> dict:
+    """The difficulty measures the render stage records with every spec."""
+    difficulty, informed, measured = measure(m, params, outcome, budget)
+    return {"difficulty": difficulty, "informed": informed, "measured": measured}
+
+
 def test_a_good_answer_is_admitted_and_its_call_is_costed_from_the_price_map(monkeypatch):
     m, params, outcome, budget = instance()
     scripted = ScriptedModel(monkeypatch, [text(good_draft(m, params, outcome, budget))])
     rendering, calls = LitellmSetter(MODEL).render(m, params, outcome, "key", 1, budget)
     assert all(t.name.startswith("llm_") for t in rendering.tools)
     spec = build_spec(m, params, outcome, rendering, split="train", size=20, horizon=6, seed=[5, 0],
-                      setter="litellm", model=MODEL, budget=budget)
+                      setter="litellm", model=MODEL, budget=budget, **_measured(m, params, outcome, budget))
     assert admit(spec).admitted
     (call,) = calls
     assert call.prompt_tokens > 0 and call.completion_tokens > 0 and call.error is None
@@ -240,6 +247,6 @@ def test_full_drafts_refuse_a_repeated_name(monkeypatch):
     ScriptedModel(monkeypatch, [text(draft)])
     rendering, _ = _render()
     spec = build_spec(m, params, outcome, rendering, split="train", size=20, horizon=6, seed=[5, 0],
-                      setter="litellm", model=MODEL, budget=budget)
+                      setter="litellm", model=MODEL, budget=budget, **_measured(m, params, outcome, budget))
     with pytest.raises(Rejected, match="duplicate tool name 'same_name'"):
         check_structure(spec)
