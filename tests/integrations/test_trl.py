@@ -17,6 +17,7 @@ from transformers import PreTrainedTokenizerFast
 from trl.chat_template_utils import supports_tool_calling
 from trl.data_utils import apply_chat_template
 
+import mechanisms
 from envs.agents import oracle, play
 from envs.catalog import select_specs
 from envs.environment import Environment
@@ -64,7 +65,7 @@ def _rendered_tools(text: str) -> list[dict]:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_trl_extracts_every_generated_class_and_its_tools_play_to_the_same_score(specs, tokenizer, mode):
-    assert len({s.family for s in specs}) >= 10  # every family the generation admitted (13 registered)
+    assert len({s.family for s in specs}) == len(mechanisms.families())  # every registered family
     for spec in specs:
         env = Environment(spec, mode)
         instance = environment_class(env)()
