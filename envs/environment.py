@@ -15,6 +15,7 @@ from envs.scoring import score
 from mechanisms.base import ActionError
 from schemas.envspec import MODES, EnvSpec, Mode, ToolSpec
 from schemas.strict_json import dumps, loads
+from setter.wording import TEMPLATE_WORDS
 
 SUBMIT_PLAN = "submit_plan"
 MAX_PLAN_STEPS = 2000
@@ -215,14 +216,6 @@ def shown(observation: Any, names: dict[str, str]) -> Any:
     if isinstance(observation, str):
         return _shown_key(observation, names)
     return observation
-
-
-# what the generic template and the mechanisms call things; an error message shows the passage's word instead
-TEMPLATE_WORDS = frozenset({
-    "item", "items", "candidate", "candidates", "product", "products", "resource", "resources", "site", "sites",
-    "customer", "customers", "job", "jobs", "machine", "machines", "option", "options", "offer", "offers",
-    "counterpart", "deal", "supplier", "vehicle", "sticker", "box", "boxes", "prize", "prizes", "enjoyment",
-})
 
 
 def in_passage_words(message: str, names: dict[str, str]) -> str:

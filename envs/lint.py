@@ -14,33 +14,25 @@ and the informed agent's plays in hidden mode, as the agent sees them (renamed b
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Any
 
 import mechanisms
 from envs.agents import play
 from envs.completeness import bound_observations
-from envs.environment import TEMPLATE_WORDS, Environment, shown
+from envs.environment import Environment, shown
 from schemas.envspec import EnvSpec
-from setter.corpus import passage_vocabulary
-from setter.phrasebook import family_vocabulary_keys
+from setter.wording import TEMPLATE_WORDS, wording_problem
 
 # what the generic template and the mechanisms call things; a passage's own words replace them
 GENERIC_WORDS = TEMPLATE_WORDS
 # keys the runtime itself shows, whatever the family
 RUNTIME_KEYS = frozenset({"error", "result", "turns_left", "accepted_steps", "finished"})
 SPENDS_PHRASE = "spends one turn"
-_WORD = re.compile(r"[A-Za-z]+")
 
 
 class LintError(ValueError):
     """One prose defect, in one line."""
-
-
-def words_of(text: str) -> set[str]:
-    """The lower-case words of a text; identifiers are split at underscores and digits."""
-    return {w.lower() for w in _WORD.findall(text.replace("_", " "))}
 
 
 def visible_observations(spec: EnvSpec, observations: dict[str, list[Any]] | None = None,
@@ -70,31 +62,10 @@ def _keys_and_strings(observation: Any, keys: list[str], strings: list[str]) -> 
         strings.append(observation)
 
 
-@functools.lru_cache(maxsize=4096)
-def _vocabulary(family: str, passage_id: str) -> tuple[frozenset[str], dict[str, str], re.Pattern | None]:
-    """(the words of the passage's vocabulary this family names, the passage's phrases for what it does not name by
-    their normalised form -> vocabulary key, one pattern matching any of those phrases as whole words)."""
-    vocab = passage_vocabulary(passage_id)
-    used = family_vocabulary_keys(family) | {"role", "place", "organization"}  # who and where: every story's own
-    own_words = frozenset().union(*(words_of(vocab[key]) for key in used if key in vocab))
-    foreign: dict[str, str] = {}
-    for key, phrase in vocab.items():
-        if key in used or key == "order_verb":
-            continue
-        phrase_words = words_of(phrase)
-        if phrase_words and not phrase_words <= own_words:
-            foreign[" ".join(_WORD.findall(phrase.lower()))] = key
-    if not foreign:
-        return own_words, foreign, None
-    alternatives = "|".join(re.escape(p) for p in sorted(foreign, key=len, reverse=True))
-    return own_words, foreign, re.compile(rf"\b(?:{alternatives})\b")
-
-
 def lint(spec: EnvSpec, observations: dict[str, list[Any]] | None = None,
          trajectories: list[list[dict[str, Any]]] | None = None) -> None:
     """Raise LintError with the first defect found (see visible_observations for the optional arguments)."""
     mechanism = mechanisms.get(spec.family)
-    own_words, foreign, foreign_pattern = _vocabulary(spec.family, spec.rendering.passage_id)
     rendering = spec.rendering
     names = rendering.observation_names
     texts = {f"the {mode} instructions": text for mode, text in rendering.instructions.items()}
@@ -126,16 +97,9 @@ def lint(spec: EnvSpec, observations: dict[str, list[Any]] | None = None,
                             "file")
     texts["the observations"] = " ".join([*dict.fromkeys(keys), *dict.fromkeys(strings)])
     for where, text in texts.items():
-        found = words_of(text)
-        generic = sorted((found & GENERIC_WORDS) - own_words)
-        if generic:
-            raise LintError(f"{where} uses the generic word {generic[0]!r}; use the passage's word")
-        if foreign_pattern is None:
-            continue
-        match = foreign_pattern.search(" ".join(_WORD.findall(text.replace("_", " ").lower())))
-        if match:
-            phrase = match.group(0)
-            raise LintError(f"{where} uses {phrase!r}, the passage's word for another task's {foreign[phrase]}")
+        problem = wording_problem(spec.family, spec.rendering.passage_id, text)
+        if problem:
+            raise LintError(f"{where} {problem}")
     operations = {op.name: op for op in mechanism.operations(mechanism.params_from_data(spec.params))}
     for tool in rendering.tools:
         op = operations.get(tool.operation)

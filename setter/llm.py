@@ -21,15 +21,25 @@ from schemas.shard import CallRecord
 from setter.base import RenderFailed
 from setter.corpus import Passage, choose_passage
 from setter.llm_client import LlmCallFailed, complete, custom_prices, llm_options, response_format, retries
-from setter.phrasebook import argument_description, argument_name, phrase, slug, vocabulary
+from setter.phrasebook import (
+    argument_description,
+    argument_name,
+    goal_pattern,
+    phrase,
+    slug,
+    title_pattern,
+    vocabulary,
+)
 from setter.template import (
     SPENDS,
     argument_bounds,
     bindable_operations,
     compose_instructions,
     decoy_disclaimer,
+    introduction,
     observation_names,
 )
+from setter.wording import wording_problem
 
 # Short fields: a rendering is ~15 names and one-sentence descriptions. The limits keep a small local model's
 # answer to ~500 tokens (llama.cpp's grammar parser also refuses string limits above 1000).
@@ -161,18 +171,25 @@ def parse_draft(text: str) -> RenderingDraft:
         raise ValueError(f"malformed rendering at {where}: {first['msg']}") from None
 
 
-def _distinct_names(mechanism: Mechanism, draft: RenderingDraft, words: dict[str, str]) -> RenderingDraft:
-    """Compact drafts only: a name the model already used goes to the phrasebook's name for that operation
-    (a small model repeats names; full drafts are refused for it instead)."""
+def _repaired(mechanism: Mechanism, passage: Passage, draft: RenderingDraft, words: dict[str, str]) -> RenderingDraft:
+    """Compact drafts only (a small model's): a tool name the model already used, or one that speaks a generic
+    template word or another task's word, goes to the phrasebook's name for that operation; a title, story or goal
+    that does so goes to the phrasebook's (full drafts are refused for these instead, with the reason as feedback)."""
+    def fits(text: str) -> bool:
+        return wording_problem(mechanism.id, passage.id, text) is None
+
     seen: set[str] = set()
     tools = {}
     for operation, tool in draft.tools.items():
         name = tool.name
-        if name in seen:
+        if name in seen or not fits(name):
             name = slug(phrase(mechanism.id, operation, operation)[0].format(**words))[:48]
         seen.add(name)
         tools[operation] = tool.model_copy(update={"name": name})
-    return draft.model_copy(update={"tools": tools})
+    story = draft.intro if fits(draft.intro) else introduction(mechanism.id, passage, words)
+    goal = draft.goal if fits(draft.goal) else goal_pattern(mechanism.id, mechanism.summary).format(**words)
+    title = draft.title if fits(draft.title) else title_pattern(mechanism.id).format(**words)
+    return draft.model_copy(update={"tools": tools, "intro": story, "goal": goal, "title": title})
 
 
 def assemble(mechanism: Mechanism, params, passage: Passage, draft: RenderingDraft, turn_budget: int) -> Rendering:
@@ -181,7 +198,7 @@ def assemble(mechanism: Mechanism, params, passage: Passage, draft: RenderingDra
     words = vocabulary(passage.vocab)
     shown = observation_names(mechanism.id, words)
     if compact_drafts():
-        draft = _distinct_names(mechanism, draft, words)
+        draft = _repaired(mechanism, passage, draft, words)
     tools = []
     for operation, tool in draft.tools.items():
         if not IDENTIFIER.match(tool.name):

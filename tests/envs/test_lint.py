@@ -6,9 +6,10 @@ import pytest
 
 import mechanisms
 from envs.admission import admit
-from envs.lint import GENERIC_WORDS, LintError, lint, words_of
+from envs.lint import GENERIC_WORDS, LintError, lint
 from setter.corpus import passage_vocabulary
 from setter.phrasebook import family_vocabulary_keys
+from setter.wording import words_of
 from tests.support import make_spec
 
 FAMILY = "knapsack"

@@ -1,0 +1,60 @@
+"""Whether a text speaks its passage's words for its family: no generic template word, no word of another task.
+
+The prose lint (envs.lint) refuses an environment whose text fails this check; the LLM setter's compact drafts
+(a small model's) keep the model's title, story and tool names only where they pass it, the phrasebook's elsewhere.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from setter.corpus import passage_vocabulary
+from setter.phrasebook import family_vocabulary_keys
+
+# what the generic template and the mechanisms call things; a passage's own words replace them
+TEMPLATE_WORDS = frozenset({
+    "item", "items", "candidate", "candidates", "product", "products", "resource", "resources", "site", "sites",
+    "customer", "customers", "job", "jobs", "machine", "machines", "option", "options", "offer", "offers",
+    "counterpart", "deal", "supplier", "vehicle", "sticker", "box", "boxes", "prize", "prizes", "enjoyment",
+})
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+def words_of(text: str) -> set[str]:
+    """The lower-case words of a text; identifiers are split at underscores and digits."""
+    return {w.lower() for w in _WORD.findall(text.replace("_", " "))}
+
+
+@functools.lru_cache(maxsize=4096)
+def vocabulary_words(family: str, passage_id: str) -> tuple[frozenset[str], dict[str, str], re.Pattern | None]:
+    """(the words of the passage's vocabulary this family names, the passage's phrases for what it does not name by
+    their normalised form -> vocabulary key, one pattern matching any of those phrases as whole words)."""
+    vocab = passage_vocabulary(passage_id)
+    used = family_vocabulary_keys(family) | {"role", "place", "organization"}  # who and where: every story's own
+    own_words = frozenset().union(*(words_of(vocab[key]) for key in used if key in vocab))
+    foreign: dict[str, str] = {}
+    for key, phrase in vocab.items():
+        if key in used or key == "order_verb":
+            continue
+        phrase_words = words_of(phrase)
+        if phrase_words and not phrase_words <= own_words:
+            foreign[" ".join(_WORD.findall(phrase.lower()))] = key
+    if not foreign:
+        return own_words, foreign, None
+    alternatives = "|".join(re.escape(p) for p in sorted(foreign, key=len, reverse=True))
+    return own_words, foreign, re.compile(rf"\b(?:{alternatives})\b")
+
+
+def wording_problem(family: str, passage_id: str, text: str) -> str | None:
+    """What is wrong with the text's words for this family and passage, or None."""
+    own_words, foreign, pattern = vocabulary_words(family, passage_id)
+    generic = sorted((words_of(text) & TEMPLATE_WORDS) - own_words)
+    if generic:
+        return f"uses the generic word {generic[0]!r}; use the passage's word"
+    if pattern is not None:
+        match = pattern.search(" ".join(_WORD.findall(text.replace("_", " ").lower())))
+        if match:
+            phrase = match.group(0)
+            return f"uses {phrase!r}, the passage's word for another task's {foreign[phrase]}"
+    return None
