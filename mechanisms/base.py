@@ -210,20 +210,15 @@ class Mechanism(ABC, Generic[P]):
         return bool(state.get("finished"))
 
     # --- rendering facts ------------------------------------------------------------------
-    @property
-    def declares_facts(self) -> bool:
-        """Whether the family declares its facts (every registered family does: the conformance suite checks)."""
-        return type(self).facts is not Mechanism.facts
-
     def describe(self, params: P, vocab: dict[str, str]) -> str:
         """The whole instance as text, in the passage's vocabulary (written and revealed modes): every fact."""
         return stated(self.facts(params, vocab))
 
+    @abstractmethod
     def facts(self, params: P, vocab: dict[str, str]) -> list[Fact]:
         """What an agent needs to know, each fact once (see mechanisms.facts): the parameters with the probe that
         reveals them, and the rules (the objective formula, how the episode ends, what happens when the turns run
         out) that every mode states."""
-        raise NotImplementedError(f"{self.id} declares no facts")
 
     @abstractmethod
     def secret_numbers(self, params: P) -> list[float]:
@@ -256,10 +251,10 @@ class Mechanism(ABC, Generic[P]):
         budget allows). The default: every probe operation with every integer argument, in declaration order."""
         return [call for op in self.operations(params) if op.kind == "probe" for call in operation_calls(self.id, op)]
 
+    @abstractmethod
     def believed(self, params: P, probed: list[Action]) -> P:
         """The parameters as an agent believes them after making these probe calls: what the probes revealed is
         true, everything else is read from the stickers and the public structure (never from the hidden truth)."""
-        raise NotImplementedError(f"{self.id} declares no belief")
 
     def heuristic_actions(self, params: P) -> dict[str, list[Action]]:
         """Cheap policies a naive agent would follow (greedy, myopic, nearest neighbour), by name. They may probe
@@ -314,7 +309,8 @@ def operation_calls(family: str, op: OperationSpec) -> list[Action]:
     ranges = []
     for name, arg in op.args.items():
         if arg.type != "integer" or arg.minimum is None or arg.maximum is None:
-            raise NotImplementedError(f"{family}.{op.name} takes a non-integer argument {name!r}: list its calls")
+            raise ValueError(f"{family}.{op.name} takes a non-integer argument {name!r}: the family's probe_order "
+                             "must list its calls")
         ranges.append([(name, v) for v in range(int(arg.minimum), int(arg.maximum) + 1)])
     return [Action(op=op.name, args=dict(combo)) for combo in itertools.product(*ranges)]
 

@@ -217,8 +217,8 @@ def test_every_family_declares_its_facts_belief_heuristics_and_tiers(family):
     from setter.corpus import VOCAB_KEYS
 
     m = mechanisms.get(family)
-    for hook in ("facts", "believed", "heuristic_actions", "probe_order"):
-        assert getattr(type(m), hook) is not getattr(Mechanism, hook) or hook == "probe_order", f"{family}: {hook}"
+    for hook in ("facts", "believed", "heuristic_actions"):
+        assert getattr(type(m), hook) is not getattr(Mechanism, hook), f"{family} declares no {hook}"
     assert "describe" not in type(m).__dict__, f"{family} states its facts twice: drop describe()"
     assert list(m.tiers()) == list(TIERS)
     params = m.sample(np.random.default_rng([13, 0]), m.default_size, m.default_horizon)

@@ -16,6 +16,7 @@ from mechanisms.base import ActionError
 from mechanisms.lp import LPParams
 from schemas.envspec import Action
 from setter.corpus import VOCAB_KEYS
+from tests.support import make_spec
 
 M = mechanisms.get("lp")
 VOCAB = {k: k for k in VOCAB_KEYS}
@@ -301,20 +302,7 @@ def test_a_thousand_random_actions_raise_nothing_but_action_error():
 # --- issue 15: facts, belief, informed and heuristic agents, tiers, admission ------------------------------------
 
 def _measured_spec(index: int, size: int, horizon: int, tier: str | None = None):
-    from envs.difficulty import measure
-    from setter.spec import build_spec, turn_budget
-    from setter.template import TemplateSetter
-
-    share = M.tiers()[tier].probe_share if tier else 1.0
-    seed = [99, index]
-    params = M.sample(np.random.default_rng(seed), size, horizon)
-    outcome = M.outcome(params)
-    budget = turn_budget(M, params, outcome, share)
-    rendering, _ = TemplateSetter().render(M, params, outcome, f"test/lp/{index}", 1, budget)
-    difficulty, informed, measured = measure(M, params, outcome, budget, share, tier)
-    return build_spec(M, params, outcome, rendering, split="train", size=size, horizon=horizon, seed=seed,
-                      setter="template", model=None, budget=budget, difficulty=difficulty, informed=informed,
-                      measured=measured)
+    return make_spec("lp", index, size, horizon, tier=tier)
 
 
 @pytest.mark.parametrize("knobs", [(3, 2), (5, 3), (8, 4)])

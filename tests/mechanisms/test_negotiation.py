@@ -348,20 +348,7 @@ def test_every_short_plan_stays_below_u_star():
 # --- issue 15: facts, belief, informed and heuristic agents, tiers, admission ------------------------------------
 
 def _measured_spec(index: int, size: int, horizon: int, tier: str | None = None):
-    from envs.difficulty import measure
-    from setter.spec import build_spec, turn_budget
-    from setter.template import TemplateSetter
-
-    share = M.tiers()[tier].probe_share if tier else 1.0
-    seed = [99, index]
-    params = M.sample(np.random.default_rng(seed), size, horizon)
-    outcome = M.outcome(params)
-    budget = turn_budget(M, params, outcome, share)
-    rendering, _ = TemplateSetter().render(M, params, outcome, f"test/negotiation/{index}", 1, budget)
-    difficulty, informed, measured = measure(M, params, outcome, budget, share, tier)
-    return build_spec(M, params, outcome, rendering, split="train", size=size, horizon=horizon, seed=seed,
-                      setter="template", model=None, budget=budget, difficulty=difficulty, informed=informed,
-                      measured=measured)
+    return make_spec("negotiation", index, size, horizon, tier=tier)
 
 
 def test_no_probe_hands_over_the_acceptance_formula():
