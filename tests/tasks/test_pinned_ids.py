@@ -1,0 +1,51 @@
+"""The same plan lands the same environments: a small plan's admitted ids are pinned.
+
+The ids in tests/data/pinned_env_ids.json were written by the code before the operations became typed methods
+(issue 17): a change to a family's sampler, solver, dynamics, tools or prose changes an id, and is then either a
+bug or a deliberate new family version (re-pin with `python tests/tasks/test_pinned_ids.py --write`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PINNED = ROOT / "tests" / "data" / "pinned_env_ids.json"
+PLAN = {"date": "2026-01-01", "count": 39, "families": None}
+HARD_PLAN = {"date": "2026-01-01", "count": 13, "families": None, "difficulty": "hard"}
+
+
+def landed_ids(date: str, count: int, families: str | None, difficulty: str | None = None) -> dict[str, list[str]]:
+    """The stage functions one after the other in this process (no Prefect, no pool): admitted ids per shard."""
+    from tasks.plan import plan_shards
+    from tasks.render import render_candidates
+    from tasks.sample import sample_instances
+    from tasks.solve import solve_instances
+    from tasks.validate import validate_candidates
+
+    ids = {}
+    for shard in plan_shards(date, count, families, difficulty=difficulty):
+        candidates = render_candidates(shard, solve_instances(shard, sample_instances(shard)))
+        ids[shard.key] = [env.spec.env_id for env in validate_candidates(shard, candidates).admitted]
+    return ids
+
+
+def current() -> dict[str, dict[str, list[str]]]:
+    return {"default": landed_ids(**PLAN), "hard": landed_ids(**HARD_PLAN)}
+
+
+def test_a_small_plan_lands_the_pinned_environment_ids():
+    pinned = json.loads(PINNED.read_text())
+    now = current()
+    for plan in pinned:
+        for shard, ids in pinned[plan].items():
+            assert now[plan].get(shard) == ids, f"{plan} plan, shard {shard}: the landed ids changed"
+    assert now == pinned
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
+    sys.path.insert(0, str(ROOT))
+    PINNED.write_text(json.dumps(current(), indent=1, sort_keys=True) + "\n")
+    print(f"wrote {PINNED}")
