@@ -22,6 +22,7 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from mechanisms.facts import Fact, stated
+from mechanisms.operations import Operation, collect_operations
 from schemas.envspec import Action, OperationSpec, pickled_actions, unpickled_actions
 from schemas.strict_json import LONG_INT_TEXT, is_long_int
 from schemas.tiers import TIERS  # noqa: F401 - re-exported: the tiers belong with Tier
@@ -190,17 +191,32 @@ class Mechanism(ABC, Generic[P]):
         return {}
 
     # --- dynamics -------------------------------------------------------------------------
-    @abstractmethod
+    # The primitive operations are the family's methods marked @probe, @info, @decision or @clock
+    # (mechanisms.operations): their signatures and docstrings give the tool schema and the argument checks.
+    @classmethod
+    def operation_table(cls) -> dict[str, Operation]:
+        """The family's operations by name, in definition order (read from its marked methods once)."""
+        table = cls.__dict__.get("_operations")
+        if table is None:
+            table = collect_operations(cls)
+            cls._operations = table
+        return table
+
     def operations(self, params: P) -> list[OperationSpec]:
         """The primitive operations tools may be bound to (argument bounds may depend on params)."""
+        return [op.spec(params) for op in self.operation_table().values() if op.offered(params)]
 
     @abstractmethod
     def initial_state(self, params: P) -> dict[str, Any]:
         """A fresh, JSON-serialisable state."""
 
-    @abstractmethod
     def apply(self, params: P, state: dict[str, Any], action: Action) -> dict[str, Any]:
-        """Apply one action in place and return the observation; raise ActionError before mutating."""
+        """Apply one action in place and return the observation; raise ActionError before mutating (its arguments
+        are checked against the operation's bounds before its method runs)."""
+        operation = self.operation_table().get(action.op)
+        if operation is None or not operation.offered(params):
+            raise ActionError(f"unknown operation {action.op!r}")
+        return operation.call(self, params, state, action.args)
 
     @abstractmethod
     def utility(self, params: P, state: dict[str, Any]) -> float:

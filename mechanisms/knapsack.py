@@ -15,15 +15,16 @@ and plain enumeration in the tests).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int
+from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
+from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.registry import register
-from schemas.envspec import Action, ArgSpec, OperationSpec
+from schemas.envspec import Action
 
 MAX_ITEMS = 20  # the exact enumeration checks 2^(n/2) x 2^(n/2) pairs: about a million at 20 items
 MAX_DIMENSIONS = 30
@@ -51,14 +52,6 @@ def _best_subset(values: np.ndarray, weights: np.ndarray, capacities: np.ndarray
     totals = np.where(fits, value_a[:, None] + value_b[None, :], -np.inf)
     a, b = np.unravel_index(int(np.argmax(totals)), totals.shape)
     return np.concatenate([masks_a[a], masks_b[b]]).astype(float), int(totals.size)
-
-
-def _require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
-    """``require_int`` that also refuses NaN and infinities (which it cannot convert) with an ActionError."""
-    value = args.get(name)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ActionError(f"argument {name!r} must be an integer, got {value!r}")
-    return require_int(args, name, low, high)
 
 
 class KnapsackParams(BaseModel):
@@ -121,6 +114,9 @@ def _overflow(p: KnapsackParams, used: list[float], item: int) -> list[int]:
         if total > cap + 1e-9 * max(1.0, abs(cap)):
             over.append(i + 1)
     return over
+
+
+Item = Annotated[int, Between(1, "items")]  # an item number, 1..n
 
 
 class Knapsack(Mechanism[KnapsackParams]):
@@ -205,78 +201,98 @@ class Knapsack(Mechanism[KnapsackParams]):
         actions.append(Action(op="submit"))
         return actions
 
-    def operations(self, params: KnapsackParams) -> list[OperationSpec]:
-        item = {"item": ArgSpec(type="integer", description="item number", minimum=1, maximum=params.items)}
-        return [
-            OperationSpec(name="probe_value", kind="probe", summary="true value of one item", args=item),
-            OperationSpec(name="probe_weights", kind="probe",
-                          summary="how much one item uses of every capacity limit", args=item),
-            OperationSpec(name="probe_capacity", kind="probe", summary="every capacity limit"),
-            OperationSpec(name="read_rating", kind="info", summary="the posted rating of one item", args=item,
-                          decoy=True, estimates="value"),
-            OperationSpec(name="list_items", kind="info",
-                          summary="the item numbers and the number of limits"),
-            OperationSpec(name="view_selection", kind="info",
-                          summary="the chosen items and the capacity they use in every limit"),
-            OperationSpec(name="select_item", kind="decision", summary="add one item to the selection",
-                          args=item),
-            OperationSpec(name="drop_item", kind="decision", summary="remove one item from the selection",
-                          args=item),
-            OperationSpec(name="clear_selection", kind="decision",
-                          summary="remove every item from the selection"),
-            OperationSpec(name="submit", kind="clock", summary="submit the selection; this ends the episode"),
-            OperationSpec(name="finish", kind="clock", summary="stop now; the current selection stands"),
-        ]
-
     def initial_state(self, params: KnapsackParams) -> dict[str, Any]:
         return {"selected": [], "submitted": False, "finished": False}
 
-    def apply(self, params: KnapsackParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
-        p, op, args = params, action.op, action.args
-        if op == "probe_value":
-            j = _require_int(args, "item", 1, p.items)
-            return {"item": j, "value": p.values[j - 1]}
-        if op == "probe_weights":
-            j = _require_int(args, "item", 1, p.items)
-            weights = {f"limit {i + 1}": p.weights[i][j - 1] for i in range(p.dimensions)}
-            return {"item": j, "weights": weights}
-        if op == "probe_capacity":
-            return {"capacities": {f"limit {i + 1}": p.capacities[i] for i in range(p.dimensions)}}
-        if op == "read_rating":
-            j = _require_int(args, "item", 1, p.items)
-            return {"item": j, "rating": p.sticker_values[j - 1]}
-        if op == "list_items":
-            return {"items": list(range(1, p.items + 1)), "limits": p.dimensions}
-        if op == "view_selection":
-            used = _used(p, state["selected"])
-            return {"selected": list(state["selected"]),
-                    "used": {f"limit {i + 1}": used[i] for i in range(p.dimensions)}}
-        if op == "select_item":
-            j = _require_int(args, "item", 1, p.items)
-            if j in state["selected"]:
-                raise ActionError(f"item {j} is already selected")
-            over = _overflow(p, _used(p, state["selected"]), j)
-            if over:
-                names = ", ".join(f"limit {i}" for i in over)
-                raise ActionError(f"item {j} does not fit: it would exceed {names}")
-            state["selected"] = sorted([*state["selected"], j])
-            return {"selected": list(state["selected"])}
-        if op == "drop_item":
-            j = _require_int(args, "item", 1, p.items)
-            if j not in state["selected"]:
-                raise ActionError(f"item {j} is not selected")
-            state["selected"] = [k for k in state["selected"] if k != j]
-            return {"selected": list(state["selected"])}
-        if op == "clear_selection":
-            state["selected"] = []
-            return {"selected": []}
-        if op == "submit":
-            state.update(submitted=True, finished=True)
-            return {"submitted": list(state["selected"]), "total value": self.utility(p, state), "finished": True}
-        if op == "finish":
-            state["finished"] = True
-            return {"submitted": list(state["selected"]), "total value": self.utility(p, state), "finished": True}
-        raise ActionError(f"unknown operation {op!r}")
+    # --- operations -------------------------------------------------------------------------
+    @probe
+    def probe_value(self, p: KnapsackParams, state: State, item: Item) -> Observation:
+        """true value of one item
+
+        Args:
+            item: item number
+        """
+        return {"item": item, "value": p.values[item - 1]}
+
+    @probe
+    def probe_weights(self, p: KnapsackParams, state: State, item: Item) -> Observation:
+        """how much one item uses of every capacity limit
+
+        Args:
+            item: item number
+        """
+        return {"item": item, "weights": {f"limit {i + 1}": p.weights[i][item - 1] for i in range(p.dimensions)}}
+
+    @probe
+    def probe_capacity(self, p: KnapsackParams, state: State) -> Observation:
+        """every capacity limit"""
+        return {"capacities": {f"limit {i + 1}": p.capacities[i] for i in range(p.dimensions)}}
+
+    @info(decoy=True, estimates="value")
+    def read_rating(self, p: KnapsackParams, state: State, item: Item) -> Observation:
+        """the posted rating of one item
+
+        Args:
+            item: item number
+        """
+        return {"item": item, "rating": p.sticker_values[item - 1]}
+
+    @info
+    def list_items(self, p: KnapsackParams, state: State) -> Observation:
+        """the item numbers and the number of limits"""
+        return {"items": list(range(1, p.items + 1)), "limits": p.dimensions}
+
+    @info
+    def view_selection(self, p: KnapsackParams, state: State) -> Observation:
+        """the chosen items and the capacity they use in every limit"""
+        used = _used(p, state["selected"])
+        return {"selected": list(state["selected"]), "used": {f"limit {i + 1}": used[i] for i in range(p.dimensions)}}
+
+    @decision
+    def select_item(self, p: KnapsackParams, state: State, item: Item) -> Observation:
+        """add one item to the selection
+
+        Args:
+            item: item number
+        """
+        if item in state["selected"]:
+            raise ActionError(f"item {item} is already selected")
+        over = _overflow(p, _used(p, state["selected"]), item)
+        if over:
+            names = ", ".join(f"limit {i}" for i in over)
+            raise ActionError(f"item {item} does not fit: it would exceed {names}")
+        state["selected"] = sorted([*state["selected"], item])
+        return {"selected": list(state["selected"])}
+
+    @decision
+    def drop_item(self, p: KnapsackParams, state: State, item: Item) -> Observation:
+        """remove one item from the selection
+
+        Args:
+            item: item number
+        """
+        if item not in state["selected"]:
+            raise ActionError(f"item {item} is not selected")
+        state["selected"] = [k for k in state["selected"] if k != item]
+        return {"selected": list(state["selected"])}
+
+    @decision
+    def clear_selection(self, p: KnapsackParams, state: State) -> Observation:
+        """remove every item from the selection"""
+        state["selected"] = []
+        return {"selected": []}
+
+    @clock
+    def submit(self, p: KnapsackParams, state: State) -> Observation:
+        """submit the selection; this ends the episode"""
+        state.update(submitted=True, finished=True)
+        return {"submitted": list(state["selected"]), "total value": self.utility(p, state), "finished": True}
+
+    @clock
+    def finish(self, p: KnapsackParams, state: State) -> Observation:
+        """stop now; the current selection stands"""
+        state["finished"] = True
+        return {"submitted": list(state["selected"]), "total value": self.utility(p, state), "finished": True}
 
     def utility(self, params: KnapsackParams, state: dict[str, Any]) -> float:
         return float(sum(params.values[j - 1] for j in state["selected"]))
