@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
+from mechanisms.params import finite, flat, non_negative, one_entry_each, positive, rows_of, stickers_default_to_truth
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -61,35 +62,19 @@ class KnapsackParams(BaseModel):
     capacities: list[float] = Field(min_length=1, max_length=MAX_DIMENSIONS)
     sticker_values: list[float]
 
-    @model_validator(mode="before")
-    @classmethod
-    def _default_sticker(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "sticker_values" not in data and "values" in data:
-            data = {**data, "sticker_values": data["values"]}
-        return data
+    _default_sticker = stickers_default_to_truth(sticker_values="values")
 
     @model_validator(mode="after")
     def _shapes(self) -> KnapsackParams:
         n, m = len(self.values), len(self.weights)
-        if len(self.capacities) != m:
-            raise ValueError(f"capacities must have one entry per row of weights ({m}), "
-                             f"got {len(self.capacities)}")
-        for i, row in enumerate(self.weights, start=1):
-            if len(row) != n:
-                raise ValueError(f"weights row {i} must have one entry per item ({n}), got {len(row)}")
-        if len(self.sticker_values) != n:
-            raise ValueError(f"sticker_values must have one entry per item ({n}), "
-                             f"got {len(self.sticker_values)}")
-        numbers = [*self.values, *self.capacities, *self.sticker_values,
-                   *(w for row in self.weights for w in row)]
-        if not all(math.isfinite(x) for x in numbers):
-            raise ValueError("values, weights, capacities and sticker_values must be finite numbers")
-        if min(self.values) < 0:
-            raise ValueError("values must be non-negative")
-        if min(w for row in self.weights for w in row) < 0:
-            raise ValueError("weights must be non-negative")
-        if min(self.capacities) <= 0:
-            raise ValueError("capacities must be positive")
+        one_entry_each("capacities", self.capacities, m, "row of weights")
+        rows_of("weights", self.weights, n, "item")
+        one_entry_each("sticker_values", self.sticker_values, n, "item")
+        finite("values, weights, capacities and sticker_values", self.values, self.capacities, self.sticker_values,
+               flat(self.weights))
+        non_negative("values", self.values)
+        non_negative("weights", flat(self.weights))
+        positive("capacities", self.capacities)
         return self
 
     @property
