@@ -14,15 +14,17 @@ stock x order grid). ``close_periods`` is the bulk decision: one call orders and
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_int_list
+from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
+from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
+from mechanisms.params import non_negative
 from mechanisms.registry import register
-from schemas.envspec import Action, ArgSpec, OperationSpec
+from schemas.envspec import Action
 
 
 class InventoryParams(BaseModel):
@@ -45,8 +47,7 @@ class InventoryParams(BaseModel):
     def _shapes(self) -> InventoryParams:
         if len(self.forecast) != len(self.demand):
             raise ValueError("forecast must have one entry per period of demand")
-        if min(self.demand) < 0 or min(self.forecast) < 0:
-            raise ValueError("demand and forecast must be non-negative")
+        non_negative("demand and forecast", [*self.demand, *self.forecast])
         if self.initial_stock > self.capacity:
             raise ValueError("initial_stock cannot exceed capacity")
         if not self.backlog and self.max_backlog:
@@ -117,6 +118,17 @@ def _bellman(p: InventoryParams) -> tuple[list[np.ndarray], np.ndarray, int]:
     return decisions, value_next, offset
 
 
+Period = Annotated[int, Between(1, "horizon")]  # a period number, 1..T
+# a bulk close: one order per period from the current one, each 0..max_order, at most T of them
+Orders = Annotated[list[int], Between(0, "max_order", max_items="horizon", distinct=False)]
+
+
+def _running(state: dict[str, Any]) -> None:
+    """A decision or clock step needs the run still going."""
+    if state["finished"]:
+        raise ActionError("the run is over")
+
+
 class InventoryDP(Mechanism[InventoryParams]):
     id = "inventory_dp"
     version = 1
@@ -185,93 +197,117 @@ class InventoryDP(Mechanism[InventoryParams]):
                 Action(op="close_periods", args={"orders": _order_up_to(p, p.forecast)})]
 
     # --- dynamics -------------------------------------------------------------------------
-    def operations(self, params: InventoryParams) -> list[OperationSpec]:
-        period = {"period": ArgSpec(type="integer", description="period number", minimum=1,
-                                    maximum=params.horizon)}
-        quantity = {"quantity": ArgSpec(type="integer", description="units", minimum=1,
-                                        maximum=params.max_order)}
-        orders = {"orders": ArgSpec(type="array", items="integer", minimum=0, maximum=params.max_order,
-                                    max_items=params.horizon,
-                                    description="units to order in each period to close, in order (0: none)")}
-        return [
-            OperationSpec(name="probe_demand", kind="probe", summary="true demand of one period", args=period),
-            OperationSpec(name="probe_price", kind="probe", summary="selling price per unit"),
-            OperationSpec(name="probe_unit_cost", kind="probe", summary="purchase cost per unit ordered"),
-            OperationSpec(name="probe_fixed_cost", kind="probe", summary="fixed charge per order placed"),
-            OperationSpec(name="probe_holding_cost", kind="probe", summary="cost per unit held overnight"),
-            OperationSpec(name="probe_shortage_terms", kind="probe",
-                          summary="what happens to unmet demand and what it costs"),
-            OperationSpec(name="read_forecast", kind="info", summary="the posted forecast of one period",
-                          args=period, decoy=True, estimates="demand"),
-            OperationSpec(name="check_stock", kind="info", summary="current period, stock and pending order"),
-            OperationSpec(name="view_ledger", kind="info", summary="what happened in past periods"),
-            OperationSpec(name="place_order", kind="decision", summary="add units to this period's order",
-                          args=quantity),
-            OperationSpec(name="cancel_order", kind="decision", summary="cancel this period's pending order"),
-            OperationSpec(name="advance_period", kind="clock",
-                          summary="receive the order, serve demand and close the period"),
-            OperationSpec(name="close_periods", kind="clock", args=orders,
-                          summary="order and close several periods in a row, one order per period"),
-            OperationSpec(name="finish", kind="clock", summary="stop; remaining periods run with no orders"),
-        ]
-
     def initial_state(self, params: InventoryParams) -> dict[str, Any]:
         return {"period": 0, "stock": params.initial_stock, "pending": 0, "profit": 0.0,
                 "ledger": [], "finished": False}
 
-    def apply(self, params: InventoryParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
-        p, op, args = params, action.op, action.args
-        if op == "probe_demand":
-            t = require_int(args, "period", 1, p.horizon)
-            return {"period": t, "demand": p.demand[t - 1]}
-        if op == "read_forecast":
-            t = require_int(args, "period", 1, p.horizon)
-            return {"period": t, "forecast": p.forecast[t - 1]}
-        if op == "probe_price":
-            return {"price": p.price}
-        if op == "probe_unit_cost":
-            return {"unit cost": p.unit_cost}
-        if op == "probe_fixed_cost":
-            return {"order fee": p.fixed_cost}
-        if op == "probe_holding_cost":
-            return {"holding cost": p.holding_cost}
-        if op == "probe_shortage_terms":
-            if p.backlog:
-                return {"unmet demand": "waits for later deliveries", "most waiting": p.max_backlog,
-                        "waiting cost": p.backlog_cost, "lost-sale penalty": p.shortage_penalty}
-            return {"unmet demand": "is lost", "lost-sale penalty": p.shortage_penalty}
-        if op == "check_stock":
-            return {"period": min(state["period"] + 1, p.horizon), "periods": p.horizon, "stock": state["stock"],
-                    "pending order": state["pending"], "profit so far": round(state["profit"], 6),
-                    "finished": state["finished"]}
-        if op == "view_ledger":
-            return {"ledger": list(state["ledger"])}
-        if op in ("place_order", "cancel_order", "advance_period", "close_periods", "finish") and state["finished"]:
-            raise ActionError("the run is over")
-        if op == "place_order":
-            quantity = require_int(args, "quantity", 1, p.max_order)
-            total = state["pending"] + quantity
-            if total > p.max_order:
-                raise ActionError(f"the order would total {total}; the most per period is {p.max_order}")
-            if max(state["stock"], 0) + total > p.capacity:
-                raise ActionError(f"stock plus order would exceed the storage capacity of {p.capacity}")
-            state["pending"] = total
-            return {"pending order": total}
-        if op == "cancel_order":
-            state["pending"] = 0
-            return {"pending order": 0}
-        if op == "advance_period":
-            return self._close(p, state, [state["pending"]])
-        if op == "close_periods":
-            orders = require_int_list(args, "orders", 0, p.max_order, distinct=False)
-            left = p.horizon - state["period"]
-            if len(orders) > left:
-                raise ActionError(f"only {left} period(s) are left to close, got {len(orders)} orders")
-            return self._close(p, state, [state["pending"] + orders[0], *orders[1:]])
-        if op == "finish":
-            state["finished"] = True
-            return {"finished": True, "total profit": round(self.utility(p, state), 6)}
-        raise ActionError(f"unknown operation {op!r}")
+    @probe
+    def probe_demand(self, p: InventoryParams, state: State, period: Period) -> Observation:
+        """true demand of one period
+
+        Args:
+            period: period number
+        """
+        return {"period": period, "demand": p.demand[period - 1]}
+
+    @probe
+    def probe_price(self, p: InventoryParams, state: State) -> Observation:
+        """selling price per unit"""
+        return {"price": p.price}
+
+    @probe
+    def probe_unit_cost(self, p: InventoryParams, state: State) -> Observation:
+        """purchase cost per unit ordered"""
+        return {"unit cost": p.unit_cost}
+
+    @probe
+    def probe_fixed_cost(self, p: InventoryParams, state: State) -> Observation:
+        """fixed charge per order placed"""
+        return {"order fee": p.fixed_cost}
+
+    @probe
+    def probe_holding_cost(self, p: InventoryParams, state: State) -> Observation:
+        """cost per unit held overnight"""
+        return {"holding cost": p.holding_cost}
+
+    @probe
+    def probe_shortage_terms(self, p: InventoryParams, state: State) -> Observation:
+        """what happens to unmet demand and what it costs"""
+        if p.backlog:
+            return {"unmet demand": "waits for later deliveries", "most waiting": p.max_backlog,
+                    "waiting cost": p.backlog_cost, "lost-sale penalty": p.shortage_penalty}
+        return {"unmet demand": "is lost", "lost-sale penalty": p.shortage_penalty}
+
+    @info(decoy=True, estimates="demand")
+    def read_forecast(self, p: InventoryParams, state: State, period: Period) -> Observation:
+        """the posted forecast of one period
+
+        Args:
+            period: period number
+        """
+        return {"period": period, "forecast": p.forecast[period - 1]}
+
+    @info
+    def check_stock(self, p: InventoryParams, state: State) -> Observation:
+        """current period, stock and pending order"""
+        return {"period": min(state["period"] + 1, p.horizon), "periods": p.horizon, "stock": state["stock"],
+                "pending order": state["pending"], "profit so far": round(state["profit"], 6),
+                "finished": state["finished"]}
+
+    @info
+    def view_ledger(self, p: InventoryParams, state: State) -> Observation:
+        """what happened in past periods"""
+        return {"ledger": list(state["ledger"])}
+
+    @decision
+    def place_order(self, p: InventoryParams, state: State,
+                    quantity: Annotated[int, Between(1, "max_order")]) -> Observation:
+        """add units to this period's order
+
+        Args:
+            quantity: units
+        """
+        _running(state)
+        total = state["pending"] + quantity
+        if total > p.max_order:
+            raise ActionError(f"the order would total {total}; the most per period is {p.max_order}")
+        if max(state["stock"], 0) + total > p.capacity:
+            raise ActionError(f"stock plus order would exceed the storage capacity of {p.capacity}")
+        state["pending"] = total
+        return {"pending order": total}
+
+    @decision
+    def cancel_order(self, p: InventoryParams, state: State) -> Observation:
+        """cancel this period's pending order"""
+        _running(state)
+        state["pending"] = 0
+        return {"pending order": 0}
+
+    @clock
+    def advance_period(self, p: InventoryParams, state: State) -> Observation:
+        """receive the order, serve demand and close the period"""
+        _running(state)
+        return self._close(p, state, [state["pending"]])
+
+    @clock
+    def close_periods(self, p: InventoryParams, state: State, orders: Orders) -> Observation:
+        """order and close several periods in a row, one order per period
+
+        Args:
+            orders: units to order in each period to close, in order (0: none)
+        """
+        _running(state)
+        left = p.horizon - state["period"]
+        if len(orders) > left:
+            raise ActionError(f"only {left} period(s) are left to close, got {len(orders)} orders")
+        return self._close(p, state, [state["pending"] + orders[0], *orders[1:]])
+
+    @clock
+    def finish(self, p: InventoryParams, state: State) -> Observation:
+        """stop; remaining periods run with no orders"""
+        _running(state)
+        state["finished"] = True
+        return {"finished": True, "total profit": round(self.utility(p, state), 6)}
 
     def _close(self, p: InventoryParams, state: dict[str, Any], orders: list[int]) -> dict[str, Any]:
         """Close one period per order, booking each as a ledger line; report the periods' profit."""
