@@ -40,16 +40,17 @@ posted typical best offer, and the last offer if none reaches it.
 
 from __future__ import annotations
 
-import math
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int
+from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
+from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
+from mechanisms.params import finite, non_negative, one_entry_each, positive
 from mechanisms.registry import register
-from schemas.envspec import Action, ArgSpec, OperationSpec
+from schemas.envspec import Action
 
 MAX_SUPPORT = 10
 MAX_ROUNDS = 60
@@ -79,25 +80,19 @@ class StoppingParams(BaseModel):
     @model_validator(mode="after")
     def _check(self) -> StoppingParams:
         values, probs = self.offer_values, self.offer_probabilities
-        numbers = [*values, *probs, *self.offers, self.waiting_cost, self.fallback, self.posted_best]
-        if not all(math.isfinite(x) for x in numbers):
-            raise ValueError("offer_values, offer_probabilities, offers, waiting_cost, fallback and posted_best "
-                             "must be finite numbers")
-        if len(probs) != len(values):
-            raise ValueError(f"offer_probabilities must have one entry per offer value ({len(values)}), "
-                             f"got {len(probs)}")
+        finite("offer_values, offer_probabilities, offers, waiting_cost, fallback and posted_best", values, probs,
+               self.offers, [self.waiting_cost, self.fallback, self.posted_best])
+        one_entry_each("offer_probabilities", probs, len(values), "offer value")
         if any(b <= a for a, b in zip(values, values[1:], strict=False)):
             raise ValueError("offer_values must be strictly increasing")
-        if min(probs) <= 0:
-            raise ValueError("offer_probabilities must be positive")
+        positive("offer_probabilities", probs)
         if abs(sum(probs) - 1.0) > PROBABILITY_TOLERANCE:
             raise ValueError(f"offer_probabilities must sum to 1, got {sum(probs):.12g}")
         support = set(values)
         for t, x in enumerate(self.offers, start=1):
             if x not in support:
                 raise ValueError(f"offers: the offer of round {t} ({x:g}) is not one of offer_values")
-        if self.waiting_cost < 0:
-            raise ValueError("waiting_cost must be non-negative")
+        non_negative("waiting_cost", [self.waiting_cost])
         return self
 
     @property
@@ -137,6 +132,9 @@ def online_policy(p: StoppingParams, offers: list[float] | None = None) -> list[
         actions.append(Action(op="pass_offer"))
     actions.append(Action(op="finish"))
     return actions
+
+
+Round = Annotated[int, Between(1, "rounds")]  # 1..n: a round number, or how many offers to pass
 
 
 class SequentialStopping(Mechanism[StoppingParams]):
@@ -229,86 +227,104 @@ class SequentialStopping(Mechanism[StoppingParams]):
         return {"online_optimal": online_policy(params)}
 
     # --- dynamics -------------------------------------------------------------------------
-    def operations(self, params: StoppingParams) -> list[OperationSpec]:
-        count = {"count": ArgSpec(type="integer", description="number of offers to pass", minimum=1,
-                                  maximum=params.rounds)}
-        round_ = {"round": ArgSpec(type="integer", description="round number", minimum=1, maximum=params.rounds)}
-        return [
-            OperationSpec(name="probe_offer_distribution", kind="probe",
-                          summary="the possible offer values and the probability of each"),
-            OperationSpec(name="probe_waiting_cost", kind="probe", summary="the cost of passing one offer"),
-            OperationSpec(name="probe_fallback", kind="probe", summary="the walk-away value"),
-            OperationSpec(name="scout_offer", kind="probe", summary="the offer a given round will bring",
-                          args=round_),
-            OperationSpec(name="read_posted_best", kind="info", summary="the posted typical best offer",
-                          decoy=True, estimates="offer"),
-            OperationSpec(name="view_offer", kind="info",
-                          summary="the current round, its offer and the waiting cost so far"),
-            OperationSpec(name="view_history", kind="info", summary="the offers passed so far"),
-            OperationSpec(name="view_calendar", kind="info", summary="how many rounds there are and remain"),
-            OperationSpec(name="accept_offer", kind="decision",
-                          summary="accept the current offer; this ends the episode"),
-            OperationSpec(name="pass_offer", kind="clock",
-                          summary="pass the current offer for good and wait for the next one"),
-            OperationSpec(name="skip_offers", kind="clock",
-                          summary="pass several offers in a row, unseen after the current one", args=count),
-            OperationSpec(name="finish", kind="clock", summary="walk away now and take the fallback"),
-        ]
-
     def initial_state(self, params: StoppingParams) -> dict[str, Any]:
         return {"round": 1, "passed": [], "accepted": None, "finished": False}
 
-    def _current(self, p: StoppingParams, state: dict[str, Any]) -> dict[str, Any]:
+    def _current(self, p: StoppingParams, state: State) -> Observation:
         t = state["round"]
         waited = p.waiting_cost * (t - 1)
         if t > p.rounds:
             return {"round": None, "offer": None, "offers left": 0, "waiting cost so far": waited}
         return {"round": t, "offer": p.offers[t - 1], "offers left": p.rounds - t, "waiting cost so far": waited}
 
-    def apply(self, params: StoppingParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
-        p, op, args = params, action.op, action.args
-        if op == "probe_offer_distribution":
-            return {"distribution": [{"value": x, "probability": q}
-                                     for x, q in zip(p.offer_values, p.offer_probabilities, strict=True)]}
-        if op == "probe_waiting_cost":
-            return {"waiting cost per pass": p.waiting_cost}
-        if op == "probe_fallback":
-            return {"fallback": p.fallback}
-        if op == "scout_offer":
-            t = require_int(args, "round", 1, p.rounds)
-            return {"round": t, "offer": p.offers[t - 1]}
-        if op == "read_posted_best":
-            return {"posted typical best": p.posted_best}
-        if op == "view_offer":
-            return self._current(p, state)
-        if op == "view_history":
-            return {"passed offers": [{"round": t, "offer": p.offers[t - 1]} for t in state["passed"]]}
-        if op == "view_calendar":
-            return {"rounds": p.rounds, "current round": min(state["round"], p.rounds),
-                    "rounds left": max(p.rounds - state["round"] + 1, 0)}
-        if op in ("accept_offer", "pass_offer", "skip_offers", "finish") and self.finished(state):
+    def _still_open(self, state: State) -> None:
+        if self.finished(state):
             raise ActionError("the episode is over")
-        if op == "accept_offer":
-            t = state["round"]
-            state.update(accepted=t, finished=True)
-            return {"accepted round": t, "offer": p.offers[t - 1], "waiting cost": p.waiting_cost * (t - 1),
-                    "total result": self.utility(p, state), "finished": True}
-        if op == "pass_offer":
-            return self._pass(p, state, 1)
-        if op == "skip_offers":
-            k = require_int(args, "count", 1, p.rounds)
-            left = p.rounds - state["round"] + 1
-            if k > left:
-                raise ActionError(f"only {left} round(s) remain, cannot pass {k}")
-            return self._pass(p, state, k)
-        if op == "finish":
-            state["finished"] = True
-            return {"walked away": True, "fallback": p.fallback,
-                    "waiting cost": p.waiting_cost * (state["round"] - 1), "total result": self.utility(p, state),
-                    "finished": True}
-        raise ActionError(f"unknown operation {op!r}")
 
-    def _pass(self, p: StoppingParams, state: dict[str, Any], k: int) -> dict[str, Any]:
+    # --- operations -------------------------------------------------------------------------
+    @probe
+    def probe_offer_distribution(self, p: StoppingParams, state: State) -> Observation:
+        """the possible offer values and the probability of each"""
+        return {"distribution": [{"value": x, "probability": q}
+                                 for x, q in zip(p.offer_values, p.offer_probabilities, strict=True)]}
+
+    @probe
+    def probe_waiting_cost(self, p: StoppingParams, state: State) -> Observation:
+        """the cost of passing one offer"""
+        return {"waiting cost per pass": p.waiting_cost}
+
+    @probe
+    def probe_fallback(self, p: StoppingParams, state: State) -> Observation:
+        """the walk-away value"""
+        return {"fallback": p.fallback}
+
+    @probe
+    def scout_offer(self, p: StoppingParams, state: State, round: Round) -> Observation:
+        """the offer a given round will bring
+
+        Args:
+            round: round number
+        """
+        return {"round": round, "offer": p.offers[round - 1]}
+
+    @info(decoy=True, estimates="offer")
+    def read_posted_best(self, p: StoppingParams, state: State) -> Observation:
+        """the posted typical best offer"""
+        return {"posted typical best": p.posted_best}
+
+    @info
+    def view_offer(self, p: StoppingParams, state: State) -> Observation:
+        """the current round, its offer and the waiting cost so far"""
+        return self._current(p, state)
+
+    @info
+    def view_history(self, p: StoppingParams, state: State) -> Observation:
+        """the offers passed so far"""
+        return {"passed offers": [{"round": t, "offer": p.offers[t - 1]} for t in state["passed"]]}
+
+    @info
+    def view_calendar(self, p: StoppingParams, state: State) -> Observation:
+        """how many rounds there are and remain"""
+        return {"rounds": p.rounds, "current round": min(state["round"], p.rounds),
+                "rounds left": max(p.rounds - state["round"] + 1, 0)}
+
+    @decision
+    def accept_offer(self, p: StoppingParams, state: State) -> Observation:
+        """accept the current offer; this ends the episode"""
+        self._still_open(state)
+        t = state["round"]
+        state.update(accepted=t, finished=True)
+        return {"accepted round": t, "offer": p.offers[t - 1], "waiting cost": p.waiting_cost * (t - 1),
+                "total result": self.utility(p, state), "finished": True}
+
+    @clock
+    def pass_offer(self, p: StoppingParams, state: State) -> Observation:
+        """pass the current offer for good and wait for the next one"""
+        self._still_open(state)
+        return self._pass(p, state, 1)
+
+    @clock
+    def skip_offers(self, p: StoppingParams, state: State, count: Round) -> Observation:
+        """pass several offers in a row, unseen after the current one
+
+        Args:
+            count: number of offers to pass
+        """
+        self._still_open(state)
+        left = p.rounds - state["round"] + 1
+        if count > left:
+            raise ActionError(f"only {left} round(s) remain, cannot pass {count}")
+        return self._pass(p, state, count)
+
+    @clock
+    def finish(self, p: StoppingParams, state: State) -> Observation:
+        """walk away now and take the fallback"""
+        self._still_open(state)
+        state["finished"] = True
+        return {"walked away": True, "fallback": p.fallback, "waiting cost": p.waiting_cost * (state["round"] - 1),
+                "total result": self.utility(p, state), "finished": True}
+
+    def _pass(self, p: StoppingParams, state: State, k: int) -> Observation:
         t = state["round"]
         state["passed"] = [*state["passed"], *range(t, t + k)]
         state["round"] = t + k
