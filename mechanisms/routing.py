@@ -37,29 +37,23 @@ surveyed reverse leg) for the rest.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_int_list
+from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
+from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
+from mechanisms.params import stickers_default_to_truth
 from mechanisms.registry import register
-from schemas.envspec import Action, ArgSpec, OperationSpec
+from schemas.envspec import Action
 
 MAX_STOPS = 24
 HELD_KARP_STOPS = 12  # Held-Karp keeps 2^n x n path lengths (49,152 at 12 stops); the MILP solves beyond
 BAD_FACTOR = (2.5, 4.0)  # how much longer than posted a badly understated leg really is
 TOUR_CLOSURES = 6  # from this many understated legs on, they may lie on the map's shortest tour too
 REDRAWS = 24  # the sampler redraws the understated legs while the default would already be optimal
-
-
-def _require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
-    """``require_int`` that also refuses NaN and infinities (which it cannot convert) with an ActionError."""
-    value = args.get(name)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ActionError(f"argument {name!r} must be an integer, got {value!r}")
-    return require_int(args, name, low, high)
 
 
 def _check_matrix(name: str, matrix: list[list[float]], nodes: int) -> None:
@@ -83,12 +77,7 @@ class RoutingParams(BaseModel):
     posted_distances: list[list[float]]
     unvisited_penalty: float = Field(ge=0, allow_inf_nan=False)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _default_posted(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "posted_distances" not in data and "distances" in data:
-            data = {**data, "posted_distances": data["distances"]}
-        return data
+    _default_posted = stickers_default_to_truth(posted_distances="distances")
 
     @model_validator(mode="after")
     def _shapes(self) -> RoutingParams:
@@ -261,6 +250,16 @@ def best_route(dist: np.ndarray, penalty: float) -> tuple[list[int], str, int]:
     return route, "HiGHS MILP with generalised subtour-elimination cuts", 0
 
 
+def _row(matrix: list[list[float]], origin: int) -> dict[str, float]:
+    """Every leg out of one place, by where it ends."""
+    return {str(j): matrix[origin][j] for j in range(len(matrix)) if j != origin}
+
+
+Place = Annotated[int, Between(0, "stops")]  # the depot (0) or a stop, 1..n
+Stop = Annotated[int, Between(1, "stops")]  # a stop number, 1..n
+Stops = Annotated[list[int], Between(1, "stops", max_items="stops")]  # distinct stop numbers, in driving order
+
+
 class Routing(Mechanism[RoutingParams]):
     id = "routing"
     version = 1
@@ -328,39 +327,6 @@ class Routing(Mechanism[RoutingParams]):
         return [Action(op="drive_route", args={"stops": order}), Action(op="return_to_depot")]
 
     # --- dynamics -------------------------------------------------------------------------
-    def operations(self, params: RoutingParams) -> list[OperationSpec]:
-        n = params.stops
-        origin = ArgSpec(type="integer", description="where the leg starts (0 is the depot)", minimum=0, maximum=n)
-        destination = ArgSpec(type="integer", description="where the leg ends (0 is the depot)", minimum=0,
-                              maximum=n)
-        stop = {"stop": ArgSpec(type="integer", description="stop number", minimum=1, maximum=n)}
-        stops = {"stops": ArgSpec(type="array", items="integer", description="stop numbers in driving order",
-                                  minimum=1, maximum=n, max_items=n)}
-        return [
-            OperationSpec(name="probe_leg", kind="probe", summary="the true length of one leg",
-                          args={"origin": origin, "destination": destination}),
-            OperationSpec(name="probe_legs_from", kind="probe",
-                          summary="the true length of every leg out of one place", args={"origin": origin}),
-            OperationSpec(name="probe_penalty", kind="probe", summary="the charge for each stop left unvisited"),
-            OperationSpec(name="read_posted_leg", kind="info", summary="the posted map's length of one leg",
-                          args={"origin": origin, "destination": destination}, decoy=True, estimates="distance"),
-            OperationSpec(name="read_posted_legs_from", kind="info", decoy=True, estimates="distances",
-                          summary="the posted map's length of every leg out of one place", args={"origin": origin}),
-            OperationSpec(name="list_stops", kind="info", summary="the stop numbers and the depot"),
-            OperationSpec(name="view_route", kind="info",
-                          summary="the route so far, where the vehicle is, distance driven and stops left"),
-            OperationSpec(name="drive_to", kind="decision", summary="drive from here to an unvisited stop",
-                          args=stop),
-            OperationSpec(name="drive_route", kind="decision",
-                          summary="drive from here through a list of unvisited stops in order", args=stops),
-            OperationSpec(name="undo_last_leg", kind="decision", summary="take the last leg off the route"),
-            OperationSpec(name="clear_route", kind="decision", summary="take every leg off the route"),
-            OperationSpec(name="return_to_depot", kind="clock",
-                          summary="drive back to the depot; this ends the episode"),
-            OperationSpec(name="finish", kind="clock",
-                          summary="stop now; the vehicle goes straight home and unvisited stops are charged"),
-        ]
-
     def initial_state(self, params: RoutingParams) -> dict[str, Any]:
         return {"route": [], "finished": False}
 
@@ -374,61 +340,128 @@ class Routing(Mechanism[RoutingParams]):
                 "distance driven": self._driven(p, route),
                 "stops left": [k for k in range(1, p.stops + 1) if k not in route]}
 
-    def apply(self, params: RoutingParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
-        p, op, args = params, action.op, action.args
-        n = p.stops
-        route = state["route"]
-        here = route[-1] if route else 0
-        if op == "probe_leg":
-            i, j = _require_int(args, "origin", 0, n), _require_int(args, "destination", 0, n)
-            return {"origin": i, "destination": j, "distance": p.distances[i][j]}
-        if op == "probe_legs_from":
-            i = _require_int(args, "origin", 0, n)
-            return {"origin": i, "distances": {str(j): p.distances[i][j] for j in range(n + 1) if j != i}}
-        if op == "probe_penalty":
-            return {"penalty": p.unvisited_penalty}
-        if op == "read_posted_leg":
-            i, j = _require_int(args, "origin", 0, n), _require_int(args, "destination", 0, n)
-            return {"origin": i, "destination": j, "posted distance": p.posted_distances[i][j]}
-        if op == "read_posted_legs_from":
-            i = _require_int(args, "origin", 0, n)
-            return {"origin": i,
-                    "posted distances": {str(j): p.posted_distances[i][j] for j in range(n + 1) if j != i}}
-        if op == "list_stops":
-            return {"depot": 0, "stops": list(range(1, n + 1))}
-        if op == "view_route":
-            return self._where(p, route)
+    def _route(self, state: State) -> list[int]:
+        """The route driven so far, while the round goes on (ActionError once it is over)."""
         if self.finished(state):
             raise ActionError("the round is over")
-        if op == "drive_to":
-            s = _require_int(args, "stop", 1, n)
-            if s in route:
-                raise ActionError(f"stop {s} has already been visited")
-            state["route"] = [*route, s]
-            return {"leg distance": p.distances[here][s], **self._where(p, state["route"])}
-        if op == "drive_route":
-            listed = require_int_list(args, "stops", 1, n)
-            again = [s for s in listed if s in route]
-            if again:
-                raise ActionError(f"stop {again[0]} has already been visited")
-            state["route"] = [*route, *listed]
-            return self._where(p, state["route"])
-        if op == "undo_last_leg":
-            if not route:
-                raise ActionError("the route is empty; there is no leg to undo")
-            state["route"] = route[:-1]
-            return self._where(p, state["route"])
-        if op == "clear_route":
-            state["route"] = []
-            return self._where(p, [])
-        if op in ("return_to_depot", "finish"):
-            state["finished"] = True
-            unvisited = n - len(route)
-            total = self._driven(p, route) + p.distances[here][0]
-            return {"route": [0, *route, 0], "return leg": p.distances[here][0], "distance total": total,
-                    "unvisited stops": unvisited, "charges": p.unvisited_penalty * unvisited,
-                    "total cost": total + p.unvisited_penalty * unvisited, "finished": True}
-        raise ActionError(f"unknown operation {op!r}")
+        return state["route"]
+
+    @probe
+    def probe_leg(self, p: RoutingParams, state: State, origin: Place, destination: Place) -> Observation:
+        """the true length of one leg
+
+        Args:
+            origin: where the leg starts (0 is the depot)
+            destination: where the leg ends (0 is the depot)
+        """
+        return {"origin": origin, "destination": destination, "distance": p.distances[origin][destination]}
+
+    @probe
+    def probe_legs_from(self, p: RoutingParams, state: State, origin: Place) -> Observation:
+        """the true length of every leg out of one place
+
+        Args:
+            origin: where the leg starts (0 is the depot)
+        """
+        return {"origin": origin, "distances": _row(p.distances, origin)}
+
+    @probe
+    def probe_penalty(self, p: RoutingParams, state: State) -> Observation:
+        """the charge for each stop left unvisited"""
+        return {"penalty": p.unvisited_penalty}
+
+    @info(decoy=True, estimates="distance")
+    def read_posted_leg(self, p: RoutingParams, state: State, origin: Place, destination: Place) -> Observation:
+        """the posted map's length of one leg
+
+        Args:
+            origin: where the leg starts (0 is the depot)
+            destination: where the leg ends (0 is the depot)
+        """
+        return {"origin": origin, "destination": destination,
+                "posted distance": p.posted_distances[origin][destination]}
+
+    @info(decoy=True, estimates="distances")
+    def read_posted_legs_from(self, p: RoutingParams, state: State, origin: Place) -> Observation:
+        """the posted map's length of every leg out of one place
+
+        Args:
+            origin: where the leg starts (0 is the depot)
+        """
+        return {"origin": origin, "posted distances": _row(p.posted_distances, origin)}
+
+    @info
+    def list_stops(self, p: RoutingParams, state: State) -> Observation:
+        """the stop numbers and the depot"""
+        return {"depot": 0, "stops": list(range(1, p.stops + 1))}
+
+    @info
+    def view_route(self, p: RoutingParams, state: State) -> Observation:
+        """the route so far, where the vehicle is, distance driven and stops left"""
+        return self._where(p, state["route"])
+
+    @decision
+    def drive_to(self, p: RoutingParams, state: State, stop: Stop) -> Observation:
+        """drive from here to an unvisited stop
+
+        Args:
+            stop: stop number
+        """
+        route = self._route(state)
+        if stop in route:
+            raise ActionError(f"stop {stop} has already been visited")
+        state["route"] = [*route, stop]
+        return {"leg distance": p.distances[route[-1] if route else 0][stop], **self._where(p, state["route"])}
+
+    @decision
+    def drive_route(self, p: RoutingParams, state: State, stops: Stops) -> Observation:
+        """drive from here through a list of unvisited stops in order
+
+        Args:
+            stops: stop numbers in driving order
+        """
+        route = self._route(state)
+        again = [s for s in stops if s in route]
+        if again:
+            raise ActionError(f"stop {again[0]} has already been visited")
+        state["route"] = [*route, *stops]
+        return self._where(p, state["route"])
+
+    @decision
+    def undo_last_leg(self, p: RoutingParams, state: State) -> Observation:
+        """take the last leg off the route"""
+        route = self._route(state)
+        if not route:
+            raise ActionError("the route is empty; there is no leg to undo")
+        state["route"] = route[:-1]
+        return self._where(p, state["route"])
+
+    @decision
+    def clear_route(self, p: RoutingParams, state: State) -> Observation:
+        """take every leg off the route"""
+        self._route(state)
+        state["route"] = []
+        return self._where(p, [])
+
+    @clock
+    def return_to_depot(self, p: RoutingParams, state: State) -> Observation:
+        """drive back to the depot; this ends the episode"""
+        return self._home(p, state)
+
+    @clock
+    def finish(self, p: RoutingParams, state: State) -> Observation:
+        """stop now; the vehicle goes straight home and unvisited stops are charged"""
+        return self._home(p, state)
+
+    def _home(self, p: RoutingParams, state: State) -> Observation:
+        """End the round: the vehicle drives straight back to the depot from where it is."""
+        route = self._route(state)
+        state["finished"] = True
+        here, unvisited = route[-1] if route else 0, p.stops - len(route)
+        total = self._driven(p, route) + p.distances[here][0]
+        return {"route": [0, *route, 0], "return leg": p.distances[here][0], "distance total": total,
+                "unvisited stops": unvisited, "charges": p.unvisited_penalty * unvisited,
+                "total cost": total + p.unvisited_penalty * unvisited, "finished": True}
 
     def utility(self, params: RoutingParams, state: dict[str, Any]) -> float:
         p, route = params, state["route"]
