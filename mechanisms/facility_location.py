@@ -33,15 +33,17 @@ The independent references: every assignment vector on tiny instances, a plain s
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_int_list
+from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
+from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
+from mechanisms.params import finite, flat, non_negative, one_entry_each, positive, rows_of, stickers_default_to_truth
 from mechanisms.registry import register
-from schemas.envspec import Action, ArgSpec, OperationSpec
+from schemas.envspec import Action
 
 MAX_SITES = 16  # the exact enumeration visits 2^m subsets (65,536 at 16 sites, in a few tens of ms)
 MAX_CUSTOMERS = 60
@@ -49,13 +51,6 @@ STICKER_REDRAWS = 24  # the sampler redraws posted figures that would make the d
 NEAR_OPTIMAL = 0.97  # ... that is, its position g between idle and optimal above this
 OPEN_SCALE = (0.1, 0.4)  # opening costs, as a share of a typical total service cost
 PENALTY_QUANTILE = (0.75, 0.95)  # the unserved penalty per unit: this quantile of the service costs
-
-
-def _require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
-    value = args.get(name)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ActionError(f"argument {name!r} must be an integer, got {value!r}")
-    return require_int(args, name, low, high)
 
 
 class FacilityParams(BaseModel):
@@ -67,15 +62,7 @@ class FacilityParams(BaseModel):
     posted_open_cost: list[float]
     posted_service_cost: list[list[float]]
 
-    @model_validator(mode="before")
-    @classmethod
-    def _default_posted(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            if "posted_open_cost" not in data and "open_cost" in data:
-                data = {**data, "posted_open_cost": data["open_cost"]}
-            if "posted_service_cost" not in data and "service_cost" in data:
-                data = {**data, "posted_service_cost": data["service_cost"]}
-        return data
+    _default_posted = stickers_default_to_truth(posted_open_cost="open_cost", posted_service_cost="service_cost")
 
     @model_validator(mode="after")
     def _shapes(self) -> FacilityParams:
@@ -84,25 +71,15 @@ class FacilityParams(BaseModel):
             matrix = getattr(self, name)
             if len(matrix) != m:
                 raise ValueError(f"{name} must have one row per site ({m}), got {len(matrix)}")
-            for i, row in enumerate(matrix, start=1):
-                if len(row) != n:
-                    raise ValueError(f"{name} row {i} must have one entry per customer ({n}), got {len(row)}")
-        if len(self.posted_open_cost) != m:
-            raise ValueError(f"posted_open_cost must have one entry per site ({m}), "
-                             f"got {len(self.posted_open_cost)}")
-        numbers = [*self.demand, *self.open_cost, self.unserved_penalty, *self.posted_open_cost,
-                   *(x for row in self.service_cost for x in row),
-                   *(x for row in self.posted_service_cost for x in row)]
-        if not all(math.isfinite(x) for x in numbers):
-            raise ValueError("demand, costs and unserved_penalty must be finite numbers")
+            rows_of(name, matrix, n, "customer")
+        one_entry_each("posted_open_cost", self.posted_open_cost, m, "site")
+        finite("demand, costs and unserved_penalty", self.demand, self.open_cost, [self.unserved_penalty],
+               self.posted_open_cost, flat(self.service_cost), flat(self.posted_service_cost))
         if min(self.demand) <= 0:
             raise ValueError("demand must be positive for every customer")
-        if min(self.open_cost) < 0:
-            raise ValueError("open_cost must be non-negative")
-        if min(x for row in self.service_cost for x in row) < 0:
-            raise ValueError("service_cost must be non-negative")
-        if self.unserved_penalty <= 0:
-            raise ValueError("unserved_penalty must be positive")
+        non_negative("open_cost", self.open_cost)
+        non_negative("service_cost", flat(self.service_cost))
+        positive("unserved_penalty", [self.unserved_penalty])
         return self
 
     @property
@@ -140,6 +117,17 @@ def _plan_cost(p: FacilityParams, open_sites: list[int], assignment: list[int | 
         rate = p.unserved_penalty if site is None else p.service_cost[site - 1][j]
         total += p.demand[j] * rate
     return total
+
+
+Site = Annotated[int, Between(1, "sites")]  # a site number, 1..m
+Sites = Annotated[list[int], Between(1, "sites", max_items="sites")]  # distinct site numbers
+Customer = Annotated[int, Between(1, "customers")]  # a customer number, 1..n
+Customers = Annotated[list[int], Between(1, "customers", max_items="customers")]  # distinct customer numbers
+
+
+def _by_site(p: FacilityParams, rates: list[list[float]], customer: int) -> dict[str, float]:
+    """One customer's column of a site x customer matrix, by site."""
+    return {f"site {i + 1}": rates[i][customer - 1] for i in range(p.sites)}
 
 
 class FacilityLocation(Mechanism[FacilityParams]):
@@ -229,43 +217,6 @@ class FacilityLocation(Mechanism[FacilityParams]):
         assignment = _cheapest(chosen, posted, math.inf)
         return plan_actions(chosen, assignment)
 
-    def operations(self, params: FacilityParams) -> list[OperationSpec]:
-        p = params
-        site = {"site": ArgSpec(type="integer", description="site number", minimum=1, maximum=p.sites)}
-        sites = {"sites": ArgSpec(type="array", items="integer", description="site numbers", minimum=1,
-                                  maximum=p.sites, max_items=p.sites)}
-        customer = {"customer": ArgSpec(type="integer", description="customer number", minimum=1,
-                                        maximum=p.customers)}
-        customers = {"customers": ArgSpec(type="array", items="integer", description="customer numbers",
-                                          minimum=1, maximum=p.customers, max_items=p.customers)}
-        return [
-            OperationSpec(name="probe_opening_cost", kind="probe", args=site,
-                          summary="the true cost of opening one site"),
-            OperationSpec(name="probe_service_costs", kind="probe", args=customer,
-                          summary="the true cost per unit of serving one customer from every site"),
-            OperationSpec(name="read_posted_opening_cost", kind="info", args=site, decoy=True,
-                          estimates="opening_cost", summary="the posted opening quote of one site"),
-            OperationSpec(name="read_posted_rates", kind="info", args=customer, decoy=True,
-                          estimates="cost_per_unit_from",
-                          summary="the posted rate per unit of serving one customer from every site"),
-            OperationSpec(name="list_sites", kind="info", summary="the site numbers and which are open"),
-            OperationSpec(name="list_customers", kind="info", summary="the customer numbers and their demands"),
-            OperationSpec(name="service_terms", kind="info",
-                          summary="the penalty per unit of demand of a customer left unserved"),
-            OperationSpec(name="view_plan", kind="info",
-                          summary="the open sites, which site serves each customer and who is unserved"),
-            OperationSpec(name="open_sites", kind="decision", args=sites, summary="open one or more sites"),
-            OperationSpec(name="close_site", kind="decision", args=site,
-                          summary="close one open site; its customers become unserved"),
-            OperationSpec(name="serve_customers", kind="decision", args={**customers, **site},
-                          summary="serve one or more customers from an open site (moves those served elsewhere)"),
-            OperationSpec(name="unassign_customer", kind="decision", args=customer,
-                          summary="leave one customer unserved"),
-            OperationSpec(name="clear_plan", kind="decision", summary="close every site and unassign everyone"),
-            OperationSpec(name="commit_plan", kind="clock", summary="commit the plan; this ends the episode"),
-            OperationSpec(name="finish", kind="clock", summary="stop now; the current plan stands"),
-        ]
-
     def initial_state(self, params: FacilityParams) -> dict[str, Any]:
         return {"open": [], "assignment": [None] * params.customers, "committed": False, "finished": False}
 
@@ -276,72 +227,137 @@ class FacilityLocation(Mechanism[FacilityParams]):
         return {"open_sites": list(state["open"]), "served_count": served, "unserved_list": unserved,
                 "total_cost": round(-self.utility(p, state), 6)}
 
-    def apply(self, params: FacilityParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
-        p, op, args = params, action.op, action.args
-        if op == "probe_opening_cost":
-            i = _require_int(args, "site", 1, p.sites)
-            return {"site": i, "opening_cost": p.open_cost[i - 1]}
-        if op == "probe_service_costs":
-            j = _require_int(args, "customer", 1, p.customers)
-            return {"customer": j, "cost_per_unit_from": {f"site {i + 1}": p.service_cost[i][j - 1]
-                                                          for i in range(p.sites)}}
-        if op == "read_posted_opening_cost":
-            i = _require_int(args, "site", 1, p.sites)
-            return {"site": i, "posted_opening_cost": p.posted_open_cost[i - 1]}
-        if op == "read_posted_rates":
-            j = _require_int(args, "customer", 1, p.customers)
-            return {"customer": j, "posted_rate_per_unit_from": {f"site {i + 1}": p.posted_service_cost[i][j - 1]
-                                                                 for i in range(p.sites)}}
-        if op == "list_sites":
-            return {"sites": list(range(1, p.sites + 1)), "open_sites": list(state["open"])}
-        if op == "list_customers":
-            return {"demand_of": {f"customer {j + 1}": p.demand[j] for j in range(p.customers)}}
-        if op == "service_terms":
-            return {"unserved_penalty_per_unit": p.unserved_penalty}
-        if op == "view_plan":
-            served = {f"customer {j + 1}": site for j, site in enumerate(state["assignment"]) if site is not None}
-            unserved = [j + 1 for j, site in enumerate(state["assignment"]) if site is None]
-            return {"open_sites": list(state["open"]), "served_from": served, "unserved_list": unserved}
-        if op == "open_sites":
-            chosen = require_int_list(args, "sites", 1, p.sites)
-            already = [i for i in chosen if i in state["open"]]
-            if already:
-                raise ActionError(f"site {already[0]} is already open")
-            state["open"] = sorted([*state["open"], *chosen])
-            return {"opened": sorted(chosen), "open_sites": list(state["open"])}
-        if op == "close_site":
-            i = _require_int(args, "site", 1, p.sites)
-            if i not in state["open"]:
-                raise ActionError(f"site {i} is not open")
-            state["open"] = [k for k in state["open"] if k != i]
-            dropped = [j + 1 for j, site in enumerate(state["assignment"]) if site == i]
-            state["assignment"] = [None if site == i else site for site in state["assignment"]]
-            return {"open_sites": list(state["open"]), "now_unserved": dropped}
-        if op == "serve_customers":
-            chosen = require_int_list(args, "customers", 1, p.customers)
-            i = _require_int(args, "site", 1, p.sites)
-            if i not in state["open"]:
-                raise ActionError(f"site {i} is not open; open it first")
-            for j in chosen:
-                state["assignment"][j - 1] = i
-            return {"site": i, "now_served": sorted(chosen)}
-        if op == "unassign_customer":
-            j = _require_int(args, "customer", 1, p.customers)
-            if state["assignment"][j - 1] is None:
-                raise ActionError(f"customer {j} is not served")
-            state["assignment"][j - 1] = None
-            return {"customer": j, "unserved_list": [k + 1 for k, s in enumerate(state["assignment"]) if s is None]}
-        if op == "clear_plan":
-            state["open"] = []
-            state["assignment"] = [None] * p.customers
-            return {"open_sites": [], "unserved_list": list(range(1, p.customers + 1))}
-        if op == "commit_plan":
-            state.update(committed=True, finished=True)
-            return {**self._ledger(p, state), "finished": True}
-        if op == "finish":
-            state["finished"] = True
-            return {**self._ledger(p, state), "finished": True}
-        raise ActionError(f"unknown operation {op!r}")
+    # --- operations -------------------------------------------------------------------------
+    @probe
+    def probe_opening_cost(self, p: FacilityParams, state: State, site: Site) -> Observation:
+        """the true cost of opening one site
+
+        Args:
+            site: site number
+        """
+        return {"site": site, "opening_cost": p.open_cost[site - 1]}
+
+    @probe
+    def probe_service_costs(self, p: FacilityParams, state: State, customer: Customer) -> Observation:
+        """the true cost per unit of serving one customer from every site
+
+        Args:
+            customer: customer number
+        """
+        return {"customer": customer, "cost_per_unit_from": _by_site(p, p.service_cost, customer)}
+
+    @info(decoy=True, estimates="opening_cost")
+    def read_posted_opening_cost(self, p: FacilityParams, state: State, site: Site) -> Observation:
+        """the posted opening quote of one site
+
+        Args:
+            site: site number
+        """
+        return {"site": site, "posted_opening_cost": p.posted_open_cost[site - 1]}
+
+    @info(decoy=True, estimates="cost_per_unit_from")
+    def read_posted_rates(self, p: FacilityParams, state: State, customer: Customer) -> Observation:
+        """the posted rate per unit of serving one customer from every site
+
+        Args:
+            customer: customer number
+        """
+        return {"customer": customer, "posted_rate_per_unit_from": _by_site(p, p.posted_service_cost, customer)}
+
+    @info
+    def list_sites(self, p: FacilityParams, state: State) -> Observation:
+        """the site numbers and which are open"""
+        return {"sites": list(range(1, p.sites + 1)), "open_sites": list(state["open"])}
+
+    @info
+    def list_customers(self, p: FacilityParams, state: State) -> Observation:
+        """the customer numbers and their demands"""
+        return {"demand_of": {f"customer {j + 1}": p.demand[j] for j in range(p.customers)}}
+
+    @info
+    def service_terms(self, p: FacilityParams, state: State) -> Observation:
+        """the penalty per unit of demand of a customer left unserved"""
+        return {"unserved_penalty_per_unit": p.unserved_penalty}
+
+    @info
+    def view_plan(self, p: FacilityParams, state: State) -> Observation:
+        """the open sites, which site serves each customer and who is unserved"""
+        served = {f"customer {j + 1}": site for j, site in enumerate(state["assignment"]) if site is not None}
+        unserved = [j + 1 for j, site in enumerate(state["assignment"]) if site is None]
+        return {"open_sites": list(state["open"]), "served_from": served, "unserved_list": unserved}
+
+    @decision
+    def open_sites(self, p: FacilityParams, state: State, sites: Sites) -> Observation:
+        """open one or more sites
+
+        Args:
+            sites: site numbers
+        """
+        already = [i for i in sites if i in state["open"]]
+        if already:
+            raise ActionError(f"site {already[0]} is already open")
+        state["open"] = sorted([*state["open"], *sites])
+        return {"opened": sorted(sites), "open_sites": list(state["open"])}
+
+    @decision
+    def close_site(self, p: FacilityParams, state: State, site: Site) -> Observation:
+        """close one open site; its customers become unserved
+
+        Args:
+            site: site number
+        """
+        if site not in state["open"]:
+            raise ActionError(f"site {site} is not open")
+        state["open"] = [k for k in state["open"] if k != site]
+        dropped = [j + 1 for j, served in enumerate(state["assignment"]) if served == site]
+        state["assignment"] = [None if served == site else served for served in state["assignment"]]
+        return {"open_sites": list(state["open"]), "now_unserved": dropped}
+
+    @decision
+    def serve_customers(self, p: FacilityParams, state: State, customers: Customers, site: Site) -> Observation:
+        """serve one or more customers from an open site (moves those served elsewhere)
+
+        Args:
+            customers: customer numbers
+            site: site number
+        """
+        if site not in state["open"]:
+            raise ActionError(f"site {site} is not open; open it first")
+        for j in customers:
+            state["assignment"][j - 1] = site
+        return {"site": site, "now_served": sorted(customers)}
+
+    @decision
+    def unassign_customer(self, p: FacilityParams, state: State, customer: Customer) -> Observation:
+        """leave one customer unserved
+
+        Args:
+            customer: customer number
+        """
+        if state["assignment"][customer - 1] is None:
+            raise ActionError(f"customer {customer} is not served")
+        state["assignment"][customer - 1] = None
+        return {"customer": customer,
+                "unserved_list": [k + 1 for k, s in enumerate(state["assignment"]) if s is None]}
+
+    @decision
+    def clear_plan(self, p: FacilityParams, state: State) -> Observation:
+        """close every site and unassign everyone"""
+        state["open"] = []
+        state["assignment"] = [None] * p.customers
+        return {"open_sites": [], "unserved_list": list(range(1, p.customers + 1))}
+
+    @clock
+    def commit_plan(self, p: FacilityParams, state: State) -> Observation:
+        """commit the plan; this ends the episode"""
+        state["committed"] = True
+        return self.finish(p, state)
+
+    @clock
+    def finish(self, p: FacilityParams, state: State) -> Observation:
+        """stop now; the current plan stands"""
+        state["finished"] = True
+        return {**self._ledger(p, state), "finished": True}
 
     def utility(self, params: FacilityParams, state: dict[str, Any]) -> float:
         return -_plan_cost(params, state["open"], state["assignment"])
