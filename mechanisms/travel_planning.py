@@ -40,28 +40,22 @@ against enumeration of every ordered sequence of places.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_int_list
+from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
+from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
+from mechanisms.params import finite, non_negative, one_entry_each, stickers_default_to_truth
 from mechanisms.registry import register
-from schemas.envspec import Action, ArgSpec, OperationSpec
+from schemas.envspec import Action
 
 MAX_PLACES = 16  # the DP keeps 2^n x n finish times: about a million at 16 places
 DAY_MINUTES = 1440
 DURATIONS = (30, 45, 60, 90, 120, 150, 180)
 REDRAWS = 24  # the sampler redraws the guidebook while the default would already be optimal
-
-
-def _require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
-    """``require_int`` that also refuses NaN and infinities (which it cannot convert) with an ActionError."""
-    value = args.get(name)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ActionError(f"argument {name!r} must be an integer, got {value!r}")
-    return require_int(args, name, low, high)
 
 
 def clock_text(minutes: float) -> str:
@@ -81,25 +75,16 @@ class TravelParams(BaseModel):
     budget: float = Field(ge=0, allow_inf_nan=False)
     guidebook_ratings: list[float]
 
-    @model_validator(mode="before")
-    @classmethod
-    def _default_guidebook(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "guidebook_ratings" not in data and "enjoyment" in data:
-            data = {**data, "guidebook_ratings": data["enjoyment"]}
-        return data
+    _default_guidebook = stickers_default_to_truth(guidebook_ratings="enjoyment")
 
     @model_validator(mode="after")
     def _shapes(self) -> TravelParams:
         n = len(self.enjoyment)
         for name in ("prices", "durations", "opening", "guidebook_ratings"):
-            if len(getattr(self, name)) != n:
-                raise ValueError(f"{name} must have one entry per place ({n}), got {len(getattr(self, name))}")
+            one_entry_each(name, getattr(self, name), n, "place")
         for name in ("enjoyment", "prices", "guidebook_ratings"):
-            values = getattr(self, name)
-            if not all(math.isfinite(x) for x in values):
-                raise ValueError(f"{name} must be finite numbers")
-            if min(values) < 0:
-                raise ValueError(f"{name} must be non-negative")
+            finite(name, getattr(self, name))
+            non_negative(name, getattr(self, name))
         if min(self.durations) < 1:
             raise ValueError("durations must be at least 1 minute")
         for j, hours in enumerate(self.opening, start=1):
@@ -113,8 +98,7 @@ class TravelParams(BaseModel):
         for i, row in enumerate(self.travel):
             if len(row) != n + 1:
                 raise ValueError(f"travel row {i} must have {n + 1} entries (a square matrix), got {len(row)}")
-            if min(row) < 0:
-                raise ValueError(f"travel row {i} must be non-negative")
+            non_negative(f"travel row {i}", row)
             if row[i] != 0:
                 raise ValueError(f"travel[{i}][{i}] must be zero (the diagonal), got {row[i]}")
         if self.day_start >= self.day_end:
@@ -176,6 +160,9 @@ def _earliest_finish(p: TravelParams) -> tuple[np.ndarray, np.ndarray]:
         finish[grown, cols] = done[rows, cols]
         parent[grown, cols] = best_k[rows, cols]
     return finish, parent
+
+
+Place = Annotated[int, Between(1, "places")]  # a place number, 1..n
 
 
 class TravelPlanning(Mechanism[TravelParams]):
@@ -283,43 +270,6 @@ class TravelPlanning(Mechanism[TravelParams]):
                 Action(op="return_to_hotel")]
 
     # --- dynamics -------------------------------------------------------------------------
-    def operations(self, params: TravelParams) -> list[OperationSpec]:
-        n = params.places
-        place = {"place": ArgSpec(type="integer", description="place number", minimum=1, maximum=n)}
-        places = {"places": ArgSpec(type="array", items="integer", description="place numbers in visiting order",
-                                    minimum=1, maximum=n, max_items=n)}
-        origin = {"origin": ArgSpec(type="integer", description="where the trip starts (0 is the hotel)",
-                                    minimum=0, maximum=n)}
-        minutes = {"minutes": ArgSpec(type="integer", description="minutes to wait", minimum=1,
-                                      maximum=DAY_MINUTES)}
-        return [
-            OperationSpec(name="probe_enjoyment", kind="probe", summary="the true enjoyment of visiting one place",
-                          args=place),
-            OperationSpec(name="probe_place_details", kind="probe",
-                          summary="the ticket price, visit duration and opening hours of one place", args=place),
-            OperationSpec(name="probe_travel_from", kind="probe",
-                          summary="the travel minutes from one place (or the hotel) to every other", args=origin),
-            OperationSpec(name="probe_day_terms", kind="info",
-                          summary="when the day starts and ends and the ticket budget"),
-            OperationSpec(name="read_guidebook", kind="info", summary="the posted guidebook rating of one place",
-                          args=place, decoy=True, estimates="enjoyment"),
-            OperationSpec(name="list_places", kind="info", summary="the place numbers and the hotel"),
-            OperationSpec(name="view_itinerary", kind="info",
-                          summary="the places visited so far, where the traveller is, the time and money spent"),
-            OperationSpec(name="visit", kind="decision",
-                          summary="travel to an unvisited place, wait for it to open if needed, visit and pay",
-                          args=place),
-            OperationSpec(name="visit_places", kind="decision",
-                          summary="visit a list of places in order, skipping any that cannot be visited",
-                          args=places),
-            OperationSpec(name="undo_last_step", kind="decision", summary="take back the last visit or wait"),
-            OperationSpec(name="wait", kind="clock", summary="wait some minutes where the traveller is",
-                          args=minutes),
-            OperationSpec(name="return_to_hotel", kind="clock",
-                          summary="travel back to the hotel; this ends the day"),
-            OperationSpec(name="finish", kind="clock", summary="stop planning now; the traveller goes back"),
-        ]
-
     def initial_state(self, params: TravelParams) -> dict[str, Any]:
         return {"at": 0, "clock": params.day_start, "visited": [], "steps": [], "finished": False}
 
@@ -352,79 +302,148 @@ class TravelPlanning(Mechanism[TravelParams]):
         return {"visited places": list(state["visited"]), "position": state["at"], "clock": clock_text(state["clock"]),
                 "clock minute": state["clock"], "spent": self._spent(p, state["visited"])}
 
-    def apply(self, params: TravelParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
-        p, op, args = params, action.op, action.args
-        n = p.places
-        if op == "probe_enjoyment":
-            j = _require_int(args, "place", 1, n)
-            return {"place": j, "enjoyment": p.enjoyment[j - 1]}
-        if op == "probe_place_details":
-            j = _require_int(args, "place", 1, n)
-            opens, closes = p.opening[j - 1]
-            return {"place": j, "ticket price": p.prices[j - 1], "visit minutes": p.durations[j - 1],
-                    "opens at": clock_text(opens), "closes at": clock_text(closes), "opens minute": opens,
-                    "closes minute": closes}
-        if op == "probe_travel_from":
-            i = _require_int(args, "origin", 0, n)
-            return {"origin": i, "travel minutes": {str(j): p.travel[i][j] for j in range(n + 1) if j != i}}
-        if op == "probe_day_terms":
-            return {"day starts": clock_text(p.day_start), "day ends": clock_text(p.day_end),
-                    "day start minute": p.day_start, "day end minute": p.day_end, "budget": p.budget}
-        if op == "read_guidebook":
-            j = _require_int(args, "place", 1, n)
-            return {"place": j, "guidebook rating": p.guidebook_ratings[j - 1]}
-        if op == "list_places":
-            return {"hotel": 0, "places": list(range(1, n + 1))}
-        if op == "view_itinerary":
-            return self._where(p, state)
+    def _still_open(self, state: State) -> None:
         if self.finished(state):
             raise ActionError("the day is over")
-        if op == "visit":
-            j = _require_int(args, "place", 1, n)
-            plan = self._plan_visit(p, state, j)
+
+    # --- operations -------------------------------------------------------------------------
+    @probe
+    def probe_enjoyment(self, p: TravelParams, state: State, place: Place) -> Observation:
+        """the true enjoyment of visiting one place
+
+        Args:
+            place: place number
+        """
+        return {"place": place, "enjoyment": p.enjoyment[place - 1]}
+
+    @probe
+    def probe_place_details(self, p: TravelParams, state: State, place: Place) -> Observation:
+        """the ticket price, visit duration and opening hours of one place
+
+        Args:
+            place: place number
+        """
+        opens, closes = p.opening[place - 1]
+        return {"place": place, "ticket price": p.prices[place - 1], "visit minutes": p.durations[place - 1],
+                "opens at": clock_text(opens), "closes at": clock_text(closes), "opens minute": opens,
+                "closes minute": closes}
+
+    @probe
+    def probe_travel_from(self, p: TravelParams, state: State,
+                          origin: Annotated[int, Between(0, "places")]) -> Observation:
+        """the travel minutes from one place (or the hotel) to every other
+
+        Args:
+            origin: where the trip starts (0 is the hotel)
+        """
+        return {"origin": origin,
+                "travel minutes": {str(j): p.travel[origin][j] for j in range(p.places + 1) if j != origin}}
+
+    @info
+    def probe_day_terms(self, p: TravelParams, state: State) -> Observation:
+        """when the day starts and ends and the ticket budget"""
+        return {"day starts": clock_text(p.day_start), "day ends": clock_text(p.day_end),
+                "day start minute": p.day_start, "day end minute": p.day_end, "budget": p.budget}
+
+    @info(decoy=True, estimates="enjoyment")
+    def read_guidebook(self, p: TravelParams, state: State, place: Place) -> Observation:
+        """the posted guidebook rating of one place
+
+        Args:
+            place: place number
+        """
+        return {"place": place, "guidebook rating": p.guidebook_ratings[place - 1]}
+
+    @info
+    def list_places(self, p: TravelParams, state: State) -> Observation:
+        """the place numbers and the hotel"""
+        return {"hotel": 0, "places": list(range(1, p.places + 1))}
+
+    @info
+    def view_itinerary(self, p: TravelParams, state: State) -> Observation:
+        """the places visited so far, where the traveller is, the time and money spent"""
+        return self._where(p, state)
+
+    @decision
+    def visit(self, p: TravelParams, state: State, place: Place) -> Observation:
+        """travel to an unvisited place, wait for it to open if needed, visit and pay
+
+        Args:
+            place: place number
+        """
+        self._still_open(state)
+        plan = self._plan_visit(p, state, place)
+        if isinstance(plan, str):
+            raise ActionError(plan)
+        self._go(p, state, place, plan)
+        return {"place": place, "arrived": clock_text(plan["arrive"]), "started": clock_text(plan["start"]),
+                "left": clock_text(plan["finish"]), "paid": plan["price"], **self._where(p, state)}
+
+    @decision
+    def visit_places(self, p: TravelParams, state: State,
+                     places: Annotated[list[int], Between(1, "places", max_items="places")]) -> Observation:
+        """visit a list of places in order, skipping any that cannot be visited
+
+        Args:
+            places: place numbers in visiting order
+        """
+        self._still_open(state)
+        trial = {**state, "visited": list(state["visited"]), "steps": list(state["steps"])}
+        skipped = []
+        for j in places:
+            plan = self._plan_visit(p, trial, j)
             if isinstance(plan, str):
-                raise ActionError(plan)
-            self._go(p, state, j, plan)
-            return {"place": j, "arrived": clock_text(plan["arrive"]), "started": clock_text(plan["start"]),
-                    "left": clock_text(plan["finish"]), "paid": plan["price"], **self._where(p, state)}
-        if op == "visit_places":
-            listed = require_int_list(args, "places", 1, n)
-            trial = {**state, "visited": list(state["visited"]), "steps": list(state["steps"])}
-            skipped = []
-            for j in listed:
-                plan = self._plan_visit(p, trial, j)
-                if isinstance(plan, str):
-                    skipped.append(j)
-                else:
-                    self._go(p, trial, j, plan)
-            if len(skipped) == len(listed):
-                why = self._plan_visit(p, state, listed[0])
-                raise ActionError(f"none of the listed places can be visited next: {why}")
-            state.update(trial)
-            return {**self._where(p, state), "skipped": skipped}
-        if op == "undo_last_step":
-            if not state["steps"]:
-                raise ActionError("nothing to undo: no visit or wait has been made")
-            step = state["steps"].pop()
-            if step["visit"]:
-                state["visited"] = [k for k in state["visited"] if k != step["visit"]]
-            state.update(at=step["at"], clock=step["clock"])
-            return self._where(p, state)
-        if op == "wait":
-            minutes = _require_int(args, "minutes", 1, DAY_MINUTES)
-            if state["clock"] + minutes + p.travel[state["at"]][0] > p.day_end:
-                raise ActionError(f"after waiting {minutes} minutes the hotel could not be reached by the end "
-                                  f"of the day")
-            state["steps"].append({"at": state["at"], "clock": state["clock"], "visit": 0})
-            state["clock"] += minutes
-            return self._where(p, state)
-        if op in ("return_to_hotel", "finish"):
-            back = state["clock"] + p.travel[state["at"]][0]
-            state["finished"] = True
-            return {"visited places": list(state["visited"]), "back at": clock_text(back),
-                    "spent": self._spent(p, state["visited"]), "total points": self.utility(p, state),
-                    "finished": True}
-        raise ActionError(f"unknown operation {op!r}")
+                skipped.append(j)
+            else:
+                self._go(p, trial, j, plan)
+        if len(skipped) == len(places):
+            why = self._plan_visit(p, state, places[0])
+            raise ActionError(f"none of the listed places can be visited next: {why}")
+        state.update(trial)
+        return {**self._where(p, state), "skipped": skipped}
+
+    @decision
+    def undo_last_step(self, p: TravelParams, state: State) -> Observation:
+        """take back the last visit or wait"""
+        self._still_open(state)
+        if not state["steps"]:
+            raise ActionError("nothing to undo: no visit or wait has been made")
+        step = state["steps"].pop()
+        if step["visit"]:
+            state["visited"] = [k for k in state["visited"] if k != step["visit"]]
+        state.update(at=step["at"], clock=step["clock"])
+        return self._where(p, state)
+
+    @clock
+    def wait(self, p: TravelParams, state: State, minutes: Annotated[int, Between(1, DAY_MINUTES)]) -> Observation:
+        """wait some minutes where the traveller is
+
+        Args:
+            minutes: minutes to wait
+        """
+        self._still_open(state)
+        if state["clock"] + minutes + p.travel[state["at"]][0] > p.day_end:
+            raise ActionError(f"after waiting {minutes} minutes the hotel could not be reached by the end of the day")
+        state["steps"].append({"at": state["at"], "clock": state["clock"], "visit": 0})
+        state["clock"] += minutes
+        return self._where(p, state)
+
+    @clock
+    def return_to_hotel(self, p: TravelParams, state: State) -> Observation:
+        """travel back to the hotel; this ends the day"""
+        return self._end_day(p, state)
+
+    @clock
+    def finish(self, p: TravelParams, state: State) -> Observation:
+        """stop planning now; the traveller goes back"""
+        return self._end_day(p, state)
+
+    def _end_day(self, p: TravelParams, state: State) -> Observation:
+        self._still_open(state)
+        back = state["clock"] + p.travel[state["at"]][0]
+        state["finished"] = True
+        return {"visited places": list(state["visited"]), "back at": clock_text(back),
+                "spent": self._spent(p, state["visited"]), "total points": self.utility(p, state), "finished": True}
 
     def utility(self, params: TravelParams, state: dict[str, Any]) -> float:
         return float(sum(params.enjoyment[j - 1] for j in state["visited"]))
