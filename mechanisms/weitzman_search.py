@@ -47,15 +47,17 @@ exactly the best box (u*); when the turns allow only some, it must choose which 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_int_list
+from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
+from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
+from mechanisms.params import flat, non_negative, one_entry_each, positive
 from mechanisms.registry import register
-from schemas.envspec import Action, ArgSpec, OperationSpec
+from schemas.envspec import Action
 
 MAX_BOXES = 24
 MAX_SUPPORT = 10
@@ -87,31 +89,23 @@ class WeitzmanParams(BaseModel):
     def _check(self) -> WeitzmanParams:
         n = len(self.costs)
         for name in ("prize_values", "prize_probabilities", "prizes", "posted_prizes"):
-            if getattr(self, name) is None:
-                continue
-            if len(getattr(self, name)) != n:
-                raise ValueError(f"{name} must have one entry per box ({n}), got {len(getattr(self, name))}")
-        numbers = [*self.costs, *(self.prizes or []), *self.posted_prizes,
-                   *(x for row in self.prize_values for x in row),
-                   *(q for row in self.prize_probabilities for q in row)]
+            if getattr(self, name) is not None:
+                one_entry_each(name, getattr(self, name), n, "box")
+        numbers = [*self.costs, *(self.prizes or []), *self.posted_prizes, *flat(self.prize_values),
+                   *flat(self.prize_probabilities)]
         if not all(math.isfinite(x) for x in numbers):
             raise ValueError("costs, prize_values, prize_probabilities, prizes and posted_prizes must be finite")
-        if min(self.costs) < 0:
-            raise ValueError("costs must be non-negative")
+        non_negative("costs", self.costs)
         for i in range(n):
             values, probs = self.prize_values[i], self.prize_probabilities[i]
             box = i + 1
             if not 1 <= len(values) <= MAX_SUPPORT:
                 raise ValueError(f"prize_values of box {box} must have 1 to {MAX_SUPPORT} values, got {len(values)}")
-            if len(probs) != len(values):
-                raise ValueError(f"prize_probabilities of box {box} must have one entry per prize value "
-                                 f"({len(values)}), got {len(probs)}")
-            if min(values) < 0:
-                raise ValueError(f"prize_values of box {box} must be non-negative")
+            one_entry_each(f"prize_probabilities of box {box}", probs, len(values), "prize value")
+            non_negative(f"prize_values of box {box}", values)
             if any(b <= a for a, b in zip(values, values[1:], strict=False)):
                 raise ValueError(f"prize_values of box {box} must be strictly increasing")
-            if min(probs) <= 0:
-                raise ValueError(f"prize_probabilities of box {box} must be positive")
+            positive(f"prize_probabilities of box {box}", probs)
             if abs(sum(probs) - 1.0) > PROBABILITY_TOLERANCE:
                 raise ValueError(f"prize_probabilities of box {box} must sum to 1, got {sum(probs):.12g}")
             if self.prizes is not None and self.prizes[i] not in values:
@@ -176,6 +170,10 @@ def weitzman_expected_value(p: WeitzmanParams) -> float:
         expected += y * (at_most - below)
         below = at_most
     return float(expected)
+
+
+Box = Annotated[int, Between(1, "boxes")]  # a box number, 1..n
+Boxes = Annotated[list[int], Between(1, "boxes", max_items="boxes")]  # distinct box numbers, in order
 
 
 class WeitzmanSearch(Mechanism[WeitzmanParams]):
@@ -267,39 +265,6 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
         return {"online_optimal": weitzman_policy(params)}
 
     # --- dynamics -------------------------------------------------------------------------
-    def operations(self, params: WeitzmanParams) -> list[OperationSpec]:
-        n = params.boxes
-        box = {"box": ArgSpec(type="integer", description="number of the option", minimum=1, maximum=n)}
-        boxes = ArgSpec(type="array", items="integer", description="numbers of the options, in order", minimum=1,
-                        maximum=n, max_items=n)
-        thresholds = ArgSpec(type="array", items="number", description="one threshold per option", max_items=n)
-        return [
-            OperationSpec(name="probe_cost", kind="probe", summary="the opening cost of one box", args=box),
-            OperationSpec(name="probe_prize_distribution", kind="probe",
-                          summary="the possible prizes of one box and the probability of each", args=box),
-            OperationSpec(name="probe_all_costs", kind="probe", summary="the opening cost of every box"),
-            OperationSpec(name="probe_all_distributions", kind="probe",
-                          summary="the possible prizes of every box and their probabilities"),
-            OperationSpec(name="probe_draw", kind="probe",
-                          summary="the prize one box would turn out to hold, without opening it", args=box),
-            OperationSpec(name="read_posted_prize", kind="info", summary="the posted expected prize of one box",
-                          args=box, decoy=True, estimates="expected value"),
-            OperationSpec(name="list_boxes", kind="info", summary="the box numbers and which are still closed"),
-            OperationSpec(name="view_opened", kind="info",
-                          summary="the opened boxes, their prizes, the best prize and the costs paid"),
-            OperationSpec(name="inspect_box", kind="info",
-                          summary="whether one box is open and, if so, its prize", args=box),
-            OperationSpec(name="open_box", kind="decision", summary="pay the cost of one closed box and see its prize",
-                          args=box),
-            OperationSpec(name="open_boxes", kind="decision", summary="open a list of closed boxes in order",
-                          args={"boxes": boxes}),
-            OperationSpec(name="open_until", kind="decision",
-                          summary="open a list of closed boxes in order, stopping before a box once the best prize "
-                          "found reaches its threshold", args={"boxes": boxes, "thresholds": thresholds}),
-            OperationSpec(name="claim_best", kind="clock", summary="stop searching and keep the best prize found"),
-            OperationSpec(name="finish", kind="clock", summary="stop now; the best prize found so far stands"),
-        ]
-
     def initial_state(self, params: WeitzmanParams) -> dict[str, Any]:
         return {"opened": [], "claimed": False, "finished": False}
 
@@ -309,79 +274,162 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
                 "best prize": max((p.prizes[j - 1] for j in opened), default=0.0),
                 "fees paid": float(sum(p.costs[j - 1] for j in opened))}
 
+    def _still_open(self, state: State) -> None:
+        if self.finished(state):
+            raise ActionError("the search is over")
+
     @staticmethod
-    def _thresholds(args: dict[str, Any], count: int) -> list[float]:
-        value = args.get("thresholds")
+    def _thresholds(value: Any, count: int) -> list[float]:
         if (not isinstance(value, list) or len(value) != count
                 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
                            for x in value)):
             raise ActionError(f"argument 'thresholds' must be a list of {count} numbers, one per entry of 'boxes'")
         return [float(x) for x in value]
 
-    def apply(self, params: WeitzmanParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
-        p, op, args = params, action.op, action.args
-        if op == "probe_cost":
-            j = require_int(args, "box", 1, p.boxes)
-            return {"box": j, "fee": p.costs[j - 1]}
-        if op == "probe_prize_distribution":
-            j = require_int(args, "box", 1, p.boxes)
-            values, probs = p.prize_values[j - 1], p.prize_probabilities[j - 1]
-            return {"box": j, "values": list(values), "probabilities": list(probs),
-                    "expected value": round(float(sum(v * q for v, q in zip(values, probs, strict=True))), 6)}
-        if op == "probe_all_costs":
-            return {"fees": {f"box {j}": p.costs[j - 1] for j in range(1, p.boxes + 1)}}
-        if op == "probe_all_distributions":
-            return {"distributions": {f"box {j}": {"values": list(p.prize_values[j - 1]),
-                                                   "probabilities": list(p.prize_probabilities[j - 1])}
-                                      for j in range(1, p.boxes + 1)}}
-        if op == "probe_draw":
-            j = require_int(args, "box", 1, p.boxes)
-            return {"box": j, "value if investigated": p.prizes[j - 1]}
-        if op == "read_posted_prize":
-            j = require_int(args, "box", 1, p.boxes)
-            return {"box": j, "posted expected value": p.posted_prizes[j - 1]}
-        if op == "list_boxes":
-            return {"boxes": list(range(1, p.boxes + 1)),
-                    "closed": [j for j in range(1, p.boxes + 1) if j not in state["opened"]]}
-        if op == "view_opened":
-            return self._summary(p, state)
-        if op == "inspect_box":
-            j = require_int(args, "box", 1, p.boxes)
-            if j in state["opened"]:
-                return {"box": j, "open": True, "prize": p.prizes[j - 1]}
-            return {"box": j, "open": False}
-        if op == "open_box":
-            j = require_int(args, "box", 1, p.boxes)
-            if self.finished(state):
-                raise ActionError("the search is over")
-            if j in state["opened"]:
-                raise ActionError(f"box {j} is already open")
-            state["opened"] = [*state["opened"], j]
-            return {"box": j, "prize": p.prizes[j - 1], "fee": p.costs[j - 1], **self._summary(p, state)}
-        if op in ("open_boxes", "open_until"):
-            listed = require_int_list(args, "boxes", 1, p.boxes)
-            limits = self._thresholds(args, len(listed)) if op == "open_until" else [math.inf] * len(listed)
-            if self.finished(state):
-                raise ActionError("the search is over")
-            again = [j for j in listed if j in state["opened"]]
-            if again:
-                raise ActionError(f"box {again[0]} is already open")
-            opened = list(state["opened"])
-            best = max((p.prizes[j - 1] for j in opened), default=0.0)
-            for j, limit in zip(listed, limits, strict=True):
-                if best >= limit:
-                    break
-                opened.append(j)
-                best = max(best, p.prizes[j - 1])
-            state["opened"] = opened
-            return self._summary(p, state)
-        if op in ("claim_best", "finish"):
-            if self.finished(state):
-                raise ActionError("the search is over")
-            state.update(claimed=op == "claim_best", finished=True)
-            summary = self._summary(p, state)
-            return {**summary, "net value": self.utility(p, state), "finished": True}
-        raise ActionError(f"unknown operation {op!r}")
+    def apply(self, params: WeitzmanParams, state: State, action: Action) -> Observation:
+        """Mechanism.apply, but open_until's thresholds are read by the method itself: the generic reader cannot read
+        a list of numbers without bounds (it hands require_number None), and they must match the boxes one for one."""
+        if action.op == "open_until":
+            boxes = self.operation_table()["open_until"].arguments[0].read(params, action.args)
+            return self.open_until(params, state, boxes, action.args.get("thresholds"))
+        return super().apply(params, state, action)
+
+    # --- operations -------------------------------------------------------------------------
+    @probe
+    def probe_cost(self, p: WeitzmanParams, state: State, box: Box) -> Observation:
+        """the opening cost of one box
+
+        Args:
+            box: number of the option
+        """
+        return {"box": box, "fee": p.costs[box - 1]}
+
+    @probe
+    def probe_prize_distribution(self, p: WeitzmanParams, state: State, box: Box) -> Observation:
+        """the possible prizes of one box and the probability of each
+
+        Args:
+            box: number of the option
+        """
+        values, probs = p.prize_values[box - 1], p.prize_probabilities[box - 1]
+        return {"box": box, "values": list(values), "probabilities": list(probs),
+                "expected value": round(float(sum(v * q for v, q in zip(values, probs, strict=True))), 6)}
+
+    @probe
+    def probe_all_costs(self, p: WeitzmanParams, state: State) -> Observation:
+        """the opening cost of every box"""
+        return {"fees": {f"box {j}": p.costs[j - 1] for j in range(1, p.boxes + 1)}}
+
+    @probe
+    def probe_all_distributions(self, p: WeitzmanParams, state: State) -> Observation:
+        """the possible prizes of every box and their probabilities"""
+        return {"distributions": {f"box {j}": {"values": list(p.prize_values[j - 1]),
+                                               "probabilities": list(p.prize_probabilities[j - 1])}
+                                  for j in range(1, p.boxes + 1)}}
+
+    @probe
+    def probe_draw(self, p: WeitzmanParams, state: State, box: Box) -> Observation:
+        """the prize one box would turn out to hold, without opening it
+
+        Args:
+            box: number of the option
+        """
+        return {"box": box, "value if investigated": p.prizes[box - 1]}
+
+    @info(decoy=True, estimates="expected value")
+    def read_posted_prize(self, p: WeitzmanParams, state: State, box: Box) -> Observation:
+        """the posted expected prize of one box
+
+        Args:
+            box: number of the option
+        """
+        return {"box": box, "posted expected value": p.posted_prizes[box - 1]}
+
+    @info
+    def list_boxes(self, p: WeitzmanParams, state: State) -> Observation:
+        """the box numbers and which are still closed"""
+        return {"boxes": list(range(1, p.boxes + 1)),
+                "closed": [j for j in range(1, p.boxes + 1) if j not in state["opened"]]}
+
+    @info
+    def view_opened(self, p: WeitzmanParams, state: State) -> Observation:
+        """the opened boxes, their prizes, the best prize and the costs paid"""
+        return self._summary(p, state)
+
+    @info
+    def inspect_box(self, p: WeitzmanParams, state: State, box: Box) -> Observation:
+        """whether one box is open and, if so, its prize
+
+        Args:
+            box: number of the option
+        """
+        if box in state["opened"]:
+            return {"box": box, "open": True, "prize": p.prizes[box - 1]}
+        return {"box": box, "open": False}
+
+    @decision
+    def open_box(self, p: WeitzmanParams, state: State, box: Box) -> Observation:
+        """pay the cost of one closed box and see its prize
+
+        Args:
+            box: number of the option
+        """
+        self._still_open(state)
+        if box in state["opened"]:
+            raise ActionError(f"box {box} is already open")
+        state["opened"] = [*state["opened"], box]
+        return {"box": box, "prize": p.prizes[box - 1], "fee": p.costs[box - 1], **self._summary(p, state)}
+
+    @decision
+    def open_boxes(self, p: WeitzmanParams, state: State, boxes: Boxes) -> Observation:
+        """open a list of closed boxes in order
+
+        Args:
+            boxes: numbers of the options, in order
+        """
+        return self._open_in_order(p, state, boxes, [math.inf] * len(boxes))
+
+    @decision
+    def open_until(self, p: WeitzmanParams, state: State, boxes: Boxes,
+                   thresholds: Annotated[list[float], Between(max_items="boxes")]) -> Observation:
+        """open a list of closed boxes in order, stopping before a box once the best prize found reaches its threshold
+
+        Args:
+            boxes: numbers of the options, in order
+            thresholds: one threshold per option
+        """
+        return self._open_in_order(p, state, boxes, self._thresholds(thresholds, len(boxes)))
+
+    def _open_in_order(self, p: WeitzmanParams, state: State, boxes: list[int], limits: list[float]) -> Observation:
+        """Open the boxes in order, stopping before a box once the best prize found reaches its limit."""
+        self._still_open(state)
+        again = [j for j in boxes if j in state["opened"]]
+        if again:
+            raise ActionError(f"box {again[0]} is already open")
+        opened = list(state["opened"])
+        best = max((p.prizes[j - 1] for j in opened), default=0.0)
+        for j, limit in zip(boxes, limits, strict=True):
+            if best >= limit:
+                break
+            opened.append(j)
+            best = max(best, p.prizes[j - 1])
+        state["opened"] = opened
+        return self._summary(p, state)
+
+    @clock
+    def claim_best(self, p: WeitzmanParams, state: State) -> Observation:
+        """stop searching and keep the best prize found"""
+        return self._stop(p, state, claimed=True)
+
+    @clock
+    def finish(self, p: WeitzmanParams, state: State) -> Observation:
+        """stop now; the best prize found so far stands"""
+        return self._stop(p, state, claimed=False)
+
+    def _stop(self, p: WeitzmanParams, state: State, claimed: bool) -> Observation:
+        self._still_open(state)
+        state.update(claimed=claimed, finished=True)
+        return {**self._summary(p, state), "net value": self.utility(p, state), "finished": True}
 
     def utility(self, params: WeitzmanParams, state: dict[str, Any]) -> float:
         opened = state["opened"]
