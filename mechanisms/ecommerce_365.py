@@ -56,15 +56,17 @@ forecast, read back to base demand, for the ranges it did not look up.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_int_list
+from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
+from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
+from mechanisms.params import finite, flat, non_negative
 from mechanisms.registry import register
-from schemas.envspec import Action, ArgSpec, OperationSpec
+from schemas.envspec import Action
 
 MAX_PRODUCTS = 3
 MAX_HORIZON = 366
@@ -124,10 +126,8 @@ class EcommerceParams(BaseModel):
             rows = getattr(self, name)
             if len(rows) != n or any(len(row) != width for row in rows) or not 1 <= width <= MAX_LEVELS:
                 raise ValueError(f"{name} must be {n} rows of the same number of levels (1 to {MAX_LEVELS})")
-        numbers = [*(x for row in self.prices for x in row), *(x for row in self.ad_costs for x in row),
-                   *self.unit_cost, *self.fixed_cost, *self.holding_cost, self.daily_fee, self.initial_cash]
-        if not all(math.isfinite(x) for x in numbers):
-            raise ValueError("prices, costs, fee and initial_cash must be finite numbers")
+        finite("prices, costs, fee and initial_cash", flat(self.prices), flat(self.ad_costs), self.unit_cost,
+               self.fixed_cost, self.holding_cost, [self.daily_fee, self.initial_cash])
         for row in self.prices:
             if row[0] <= 0 or any(b <= a for a, b in zip(row, row[1:], strict=False)):
                 raise ValueError("prices must be positive and strictly increasing from level 1")
@@ -137,12 +137,9 @@ class EcommerceParams(BaseModel):
         if any(x < 0 for row in self.ad_costs for x in row) or any(row[0] != 0 for row in self.ad_costs):
             raise ValueError("ad_costs must be non-negative, and level 1 (advertising off) must cost 0")
         for name in ("unit_cost", "fixed_cost", "holding_cost"):
-            if min(getattr(self, name)) < 0:
-                raise ValueError(f"{name} must be non-negative")
-        if self.daily_fee < 0:
-            raise ValueError("daily_fee must be non-negative")
-        if self.initial_cash < 0:
-            raise ValueError("initial_cash must be non-negative")
+            non_negative(name, getattr(self, name))
+        non_negative("daily_fee", [self.daily_fee])
+        non_negative("initial_cash", [self.initial_cash])
         if any(not 1 <= s <= levels for s in self.sticker_price_level):
             raise ValueError(f"sticker_price_level entries must be price levels 1..{levels}")
         if any(not 1 <= lt <= min(MAX_LEAD, horizon - 1) for lt in self.lead_time):
@@ -433,6 +430,79 @@ def _replay(p: EcommerceParams, actions: list[Action], mechanism: Mechanism) -> 
     return {"state": state, "lowest_cash": lowest, "longest_negative_run": longest}
 
 
+# --- operations: argument types and the steps they share ------------------------------------------------
+
+Product = Annotated[int, Between(1, "products")]  # a product number, 1..P
+Day = Annotated[int, Between(1, "horizon")]  # a day number, 1..T
+# a plan: one entry per day from today (at most T, repeats allowed)
+PricePlan = Annotated[list[int], Between(1, "price_levels", max_items="horizon", distinct=False)]
+AdPlan = Annotated[list[int], Between(1, "ad_levels", max_items="horizon", distinct=False)]
+OrderPlan = Annotated[list[int], Between(0, "max_order", max_items="horizon", distinct=False)]
+
+
+def _running(state: dict[str, Any]) -> None:
+    """A decision or clock step needs the run still going."""
+    if state["finished"]:
+        raise ActionError("the run is over" + (" (bankrupt)" if state["bankrupt"] else ""))
+
+
+def _plan(p: EcommerceParams, state: dict[str, Any], i: int, kind: str, values: list[int]) -> dict[str, Any]:
+    """A plan of product i from today on: its first entry takes effect now, the others on their days (levels stay
+    in force after the last entry; no orders after it). It replaces the product's earlier plan of the same kind."""
+    _running(state)
+    T, today = p.horizon, state["day"]
+    left = T - today
+    if len(values) > left:
+        raise ActionError(f"the plan covers {len(values)} days; only {left} day(s) are left")
+    if kind == "orders":
+        late = next((k for k, q in enumerate(values) if q > 0 and today + k + p.lead_time[i] > T - 1), None)
+        if late is not None:
+            raise ActionError(f"the order planned for day {today + late + 1} would arrive after the last day {T}")
+    scheduled = {day: [e for e in entries if not (e[0] == i and e[1] == kind)]
+                 for day, entries in state["scheduled"].items()}
+    for k, value in enumerate(values[1:], start=1):
+        if kind != "orders":
+            scheduled.setdefault(str(today + k), []).append([i, kind, value - 1])
+        elif value > 0:
+            scheduled.setdefault(str(today + k), []).append([i, kind, value])
+    state["scheduled"] = {day: entries for day, entries in scheduled.items() if entries}
+    if kind == "orders":
+        state["pending"][i] = values[0]
+        return {"product": i + 1, "pending_order": values[0], "orders_planned": sum(q > 0 for q in values),
+                "units_planned": sum(values)}
+    state[kind][i] = values[0] - 1
+    key = "price_level" if kind == "price" else "ad_level"
+    return {"product": i + 1, key: values[0], "days_planned": len(values)}
+
+
+def _close_days(p: EcommerceParams, state: dict[str, Any], days: int) -> dict[str, Any]:
+    """Close this many days in a row (fewer if the run ends on the way) and report them."""
+    _running(state)
+    left = p.horizon - state["day"]
+    if days > left:
+        raise ActionError(f"only {left} day(s) are left to close")
+    first, before = state["day"] + 1, state["cash"]
+    sold = [0] * p.products
+    for _ in range(days):
+        for i, s in enumerate(_close_day(p, state)):
+            sold[i] += s
+        if state["finished"]:
+            break
+    return _report(state, first, sold, before)
+
+
+def _report(state: dict[str, Any], first: int, sold: list[int] | None, before: float) -> dict[str, Any]:
+    report: dict[str, Any] = {"closed_days": [first, state["day"]],
+                              "cash_change": round(state["cash"] - before, 6), "cash": round(state["cash"], 6),
+                              "stock": list(state["stock"]), "negative_days_in_a_row": state["negative_days"],
+                              "bankrupt": state["bankrupt"], "finished": state["finished"]}
+    if sold is not None:
+        report["sold"] = sold
+    if state["bankrupt"]:
+        report["bankrupt_on_day"] = state["bankrupt_day"]
+    return report
+
+
 class Ecommerce365(Mechanism[EcommerceParams]):
     id = "ecommerce_365"
     version = 1
@@ -590,221 +660,216 @@ class Ecommerce365(Mechanism[EcommerceParams]):
         return [*actions, _advance(T)]
 
     # --- dynamics ---------------------------------------------------------------------------------------
-    def operations(self, params: EcommerceParams) -> list[OperationSpec]:
-        p = params
-        product = {"product": ArgSpec(type="integer", description="product number", minimum=1,
-                                      maximum=p.products)}
-        days = {"first_day": ArgSpec(type="integer", description="first day of the range", minimum=1,
-                                     maximum=p.horizon),
-                "last_day": ArgSpec(type="integer", description=f"last day of the range (at most {MAX_RANGE} days)",
-                                    minimum=1, maximum=p.horizon)}
-        price_level = ArgSpec(type="integer", description="price level (1 is the cheapest)", minimum=1,
-                              maximum=p.price_levels)
-        ad_level = ArgSpec(type="integer", description="advertising level (1 is off)", minimum=1,
-                           maximum=p.ad_levels)
-        quantity = ArgSpec(type="integer", description="units", minimum=1, maximum=p.max_order)
-        count = ArgSpec(type="integer", description="number of days to close", minimum=1, maximum=p.horizon)
-        plan = {"price": ArgSpec(type="array", items="integer", minimum=1, maximum=p.price_levels,
-                                 max_items=p.horizon, description="price level per day from today"),
-                "ads": ArgSpec(type="array", items="integer", minimum=1, maximum=p.ad_levels, max_items=p.horizon,
-                               description="advertising level per day from today"),
-                "orders": ArgSpec(type="array", items="integer", minimum=0, maximum=p.max_order,
-                                  max_items=p.horizon, description="units to order per day from today (0: none)")}
-        return [
-            OperationSpec(name="probe_base_demand", kind="probe",
-                          summary="the base demand of one product on a range of days", args={**product, **days}),
-            OperationSpec(name="probe_costs", kind="probe",
-                          summary="unit cost, fixed cost per order and holding cost per unit and day of one product",
-                          args=product),
-            OperationSpec(name="probe_lead_time", kind="probe", summary="days from ordering one product to arrival",
-                          args=product),
-            OperationSpec(name="probe_price_response", kind="probe",
-                          summary="the price and demand multiplier of every price level of one product", args=product),
-            OperationSpec(name="probe_ad_response", kind="probe",
-                          summary="the daily cost and demand multiplier of every advertising level of one product",
-                          args=product),
-            OperationSpec(name="probe_store_terms", kind="probe",
-                          summary="the daily fee, the bankruptcy rule and the salvage value of leftover stock"),
-            OperationSpec(name="read_forecast", kind="info", decoy=True, estimates="base_demand",
-                          summary=f"the posted demand forecast of one product on {MAX_RANGE} days from a first day",
-                          args={**product, "first_day": days["first_day"]}),
-            OperationSpec(name="view_account", kind="info",
-                          summary="today's date, cash balance, days in the red, stock and current settings"),
-            OperationSpec(name="view_pipeline", kind="info", summary="orders on the way and today's pending orders"),
-            OperationSpec(name="set_price", kind="decision", summary="set the price level of one product",
-                          args={**product, "level": price_level}),
-            OperationSpec(name="set_ads", kind="decision", summary="set the advertising level of one product",
-                          args={**product, "level": ad_level}),
-            OperationSpec(name="order_stock", kind="decision", summary="add units to today's order of one product",
-                          args={**product, "quantity": quantity}),
-            OperationSpec(name="cancel_order", kind="decision", summary="cancel today's pending order of one product",
-                          args=product),
-            OperationSpec(name="plan_prices", kind="decision", args={**product, "levels": plan["price"]},
-                          summary="set the price level of one product for today and the days after, one per day"),
-            OperationSpec(name="plan_ads", kind="decision", args={**product, "levels": plan["ads"]},
-                          summary="set the advertising level of one product for today and the days after"),
-            OperationSpec(name="plan_orders", kind="decision", args={**product, "quantities": plan["orders"]},
-                          summary="the orders of one product for today and the days after, one per day"),
-            OperationSpec(name="advance_day", kind="clock",
-                          summary="close today: serve demand, book costs, send today's orders"),
-            OperationSpec(name="advance_days", kind="clock", summary="close several days in a row with the same "
-                          "settings (orders only on the first)", args={"days": count}),
-            OperationSpec(name="finish", kind="clock", summary="stop; the remaining days run on autopilot with "
-                          "current prices, advertising off and no new orders"),
-        ]
-
     def initial_state(self, params: EcommerceParams) -> dict[str, Any]:
         return _fresh_state(params)
 
-    def apply(self, params: EcommerceParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
-        p, op, args = params, action.op, action.args
-        n, T = p.products, p.horizon
-        if op == "read_forecast":  # one argument less than the probe: every call of it is valid
-            i = require_int(args, "product", 1, n) - 1
-            first = require_int(args, "first_day", 1, T)
-            last = min(T, first + MAX_RANGE - 1)
-            return {"product": i + 1, "first_day": first, "forecast": p.forecast[i][first - 1:last],
-                    "at_price_level": p.sticker_price_level[i], "at_ad_level": p.ad_levels // 2 + 1}
-        if op == "probe_base_demand":
-            i = require_int(args, "product", 1, n) - 1
-            first, last = self._range(args, T)
-            return {"product": i + 1, "first_day": first, "base_demand": p.base_demand[i][first - 1:last]}
-        if op in ("probe_costs", "probe_lead_time", "probe_price_response", "probe_ad_response"):
-            i = require_int(args, "product", 1, n) - 1
-            if op == "probe_costs":
-                return {"product": i + 1, "unit_cost": p.unit_cost[i], "fixed_cost_per_order": p.fixed_cost[i],
-                        "holding_cost_per_unit_per_day": p.holding_cost[i]}
-            if op == "probe_lead_time":
-                return {"product": i + 1, "lead_time_days": p.lead_time[i]}
-            if op == "probe_price_response":
-                return {"product": i + 1, "levels": [{"level": k + 1, "price": p.prices[i][k],
-                                                      "demand_percent": p.price_response[i][k]}
-                                                     for k in range(p.price_levels)],
-                        "demand_rule": "floor(base demand * price percent * ad percent / 10000)"}
-            return {"product": i + 1, "levels": [{"level": k + 1, "cost_per_day": p.ad_costs[i][k],
-                                                  "demand_percent": p.ad_response[i][k]}
-                                                 for k in range(p.ad_levels)]}
-        if op == "probe_store_terms":
-            return {"daily_fee": p.daily_fee, "bankrupt_after_negative_days": p.grace_days + 1,
-                    "salvage_value_per_unit": 0, "initial_cash": p.initial_cash}
-        if op == "view_account":
-            return {"day": min(state["day"] + 1, T), "days_total": T, "cash": round(state["cash"], 6),
-                    "negative_days_in_a_row": state["negative_days"], "stock": list(state["stock"]),
-                    "price_level": [x + 1 for x in state["price"]], "ad_level": [x + 1 for x in state["ads"]],
-                    "pending_orders": list(state["pending"]), "bankrupt": state["bankrupt"],
-                    "finished": state["finished"]}
-        if op == "view_pipeline":
-            return {"on_the_way": [{"product": e[1] + 1, "arrives_day": e[0] + 1, "quantity": e[2]}
-                                   for e in state["pipeline"]], "pending_today": list(state["pending"])}
-        if op in ("set_price", "set_ads", "order_stock", "cancel_order", "advance_day", "advance_days", "finish",
-                  "plan_prices", "plan_ads", "plan_orders"):
-            return self._act(p, state, op, args)
-        raise ActionError(f"unknown operation {op!r}")
+    @probe
+    def probe_base_demand(self, p: EcommerceParams, state: State, product: Product, first_day: Day,
+                          last_day: Day) -> Observation:
+        """the base demand of one product on a range of days
 
-    @staticmethod
-    def _range(args: dict[str, Any], T: int) -> tuple[int, int]:
-        first = require_int(args, "first_day", 1, T)
-        last = require_int(args, "last_day", 1, T)
-        if last < first:
-            raise ActionError(f"last_day {last} is before first_day {first}")
-        if last - first + 1 > MAX_RANGE:
-            raise ActionError(f"a range may cover at most {MAX_RANGE} days, got {last - first + 1}")
-        return first, last
+        Args:
+            product: product number
+            first_day: first day of the range
+            last_day: last day of the range (at most {MAX_RANGE} days)
+        """
+        if last_day < first_day:
+            raise ActionError(f"last_day {last_day} is before first_day {first_day}")
+        if last_day - first_day + 1 > MAX_RANGE:
+            raise ActionError(f"a range may cover at most {MAX_RANGE} days, got {last_day - first_day + 1}")
+        return {"product": product, "first_day": first_day,
+                "base_demand": p.base_demand[product - 1][first_day - 1:last_day]}
 
-    def _act(self, p: EcommerceParams, state: dict[str, Any], op: str, args: dict[str, Any]) -> dict[str, Any]:
-        n, T = p.products, p.horizon
-        if state["finished"]:
-            raise ActionError("the run is over" + (" (bankrupt)" if state["bankrupt"] else ""))
-        if op == "set_price" or op == "set_ads":
-            i = require_int(args, "product", 1, n) - 1
-            key, top = ("price", p.price_levels) if op == "set_price" else ("ads", p.ad_levels)
-            level = require_int(args, "level", 1, top) - 1
-            state[key][i] = level
-            return {"product": i + 1, ("price_level" if key == "price" else "ad_level"): level + 1}
-        if op == "order_stock":
-            i = require_int(args, "product", 1, n) - 1
-            quantity = require_int(args, "quantity", 1, p.max_order)
-            arrival = state["day"] + p.lead_time[i]
-            if arrival > T - 1:
-                raise ActionError(f"an order placed today would arrive on day {arrival + 1}, after the last day {T}")
-            total = state["pending"][i] + quantity
-            if total > p.max_order:
-                raise ActionError(f"today's order would total {total} units; the most per order is {p.max_order}")
-            state["pending"][i] = total
-            return {"product": i + 1, "pending_order": total}
-        if op in ("plan_prices", "plan_ads", "plan_orders"):
-            return self._plan(p, state, op, args)
-        if op == "cancel_order":
-            i = require_int(args, "product", 1, n) - 1
-            if state["pending"][i] == 0:
-                raise ActionError(f"there is no pending order of product {i + 1} today")
-            state["pending"][i] = 0
-            return {"product": i + 1, "pending_order": 0}
-        if op == "advance_day" or op == "advance_days":
-            days = 1 if op == "advance_day" else require_int(args, "days", 1, T)
-            left = T - state["day"]
-            if days > left:
-                raise ActionError(f"only {left} day(s) are left to close")
-            first, before = state["day"] + 1, state["cash"]
-            sold = [0] * n
-            for _ in range(days):
-                for i, s in enumerate(_close_day(p, state)):
-                    sold[i] += s
-                if state["finished"]:
-                    break
-            return self._report(state, first, sold, before)
-        # finish
+    @probe
+    def probe_costs(self, p: EcommerceParams, state: State, product: Product) -> Observation:
+        """unit cost, fixed cost per order and holding cost per unit and day of one product
+
+        Args:
+            product: product number
+        """
+        i = product - 1
+        return {"product": product, "unit_cost": p.unit_cost[i], "fixed_cost_per_order": p.fixed_cost[i],
+                "holding_cost_per_unit_per_day": p.holding_cost[i]}
+
+    @probe
+    def probe_lead_time(self, p: EcommerceParams, state: State, product: Product) -> Observation:
+        """days from ordering one product to arrival
+
+        Args:
+            product: product number
+        """
+        return {"product": product, "lead_time_days": p.lead_time[product - 1]}
+
+    @probe
+    def probe_price_response(self, p: EcommerceParams, state: State, product: Product) -> Observation:
+        """the price and demand multiplier of every price level of one product
+
+        Args:
+            product: product number
+        """
+        i = product - 1
+        return {"product": product, "levels": [{"level": k + 1, "price": p.prices[i][k],
+                                                "demand_percent": p.price_response[i][k]}
+                                               for k in range(p.price_levels)],
+                "demand_rule": "floor(base demand * price percent * ad percent / 10000)"}
+
+    @probe
+    def probe_ad_response(self, p: EcommerceParams, state: State, product: Product) -> Observation:
+        """the daily cost and demand multiplier of every advertising level of one product
+
+        Args:
+            product: product number
+        """
+        i = product - 1
+        return {"product": product, "levels": [{"level": k + 1, "cost_per_day": p.ad_costs[i][k],
+                                                "demand_percent": p.ad_response[i][k]}
+                                               for k in range(p.ad_levels)]}
+
+    @probe
+    def probe_store_terms(self, p: EcommerceParams, state: State) -> Observation:
+        """the daily fee, the bankruptcy rule and the salvage value of leftover stock"""
+        return {"daily_fee": p.daily_fee, "bankrupt_after_negative_days": p.grace_days + 1,
+                "salvage_value_per_unit": 0, "initial_cash": p.initial_cash}
+
+    @info(decoy=True, estimates="base_demand")
+    def read_forecast(self, p: EcommerceParams, state: State, product: Product, first_day: Day) -> Observation:
+        """the posted demand forecast of one product on {MAX_RANGE} days from a first day
+
+        Args:
+            product: product number
+            first_day: first day of the range
+        """
+        # one argument less than the probe: every call of it is valid
+        last = min(p.horizon, first_day + MAX_RANGE - 1)
+        return {"product": product, "first_day": first_day, "forecast": p.forecast[product - 1][first_day - 1:last],
+                "at_price_level": p.sticker_price_level[product - 1], "at_ad_level": p.ad_levels // 2 + 1}
+
+    @info
+    def view_account(self, p: EcommerceParams, state: State) -> Observation:
+        """today's date, cash balance, days in the red, stock and current settings"""
+        return {"day": min(state["day"] + 1, p.horizon), "days_total": p.horizon, "cash": round(state["cash"], 6),
+                "negative_days_in_a_row": state["negative_days"], "stock": list(state["stock"]),
+                "price_level": [x + 1 for x in state["price"]], "ad_level": [x + 1 for x in state["ads"]],
+                "pending_orders": list(state["pending"]), "bankrupt": state["bankrupt"],
+                "finished": state["finished"]}
+
+    @info
+    def view_pipeline(self, p: EcommerceParams, state: State) -> Observation:
+        """orders on the way and today's pending orders"""
+        return {"on_the_way": [{"product": e[1] + 1, "arrives_day": e[0] + 1, "quantity": e[2]}
+                               for e in state["pipeline"]], "pending_today": list(state["pending"])}
+
+    @decision
+    def set_price(self, p: EcommerceParams, state: State, product: Product,
+                  level: Annotated[int, Between(1, "price_levels")]) -> Observation:
+        """set the price level of one product
+
+        Args:
+            product: product number
+            level: price level (1 is the cheapest)
+        """
+        _running(state)
+        state["price"][product - 1] = level - 1
+        return {"product": product, "price_level": level}
+
+    @decision
+    def set_ads(self, p: EcommerceParams, state: State, product: Product,
+                level: Annotated[int, Between(1, "ad_levels")]) -> Observation:
+        """set the advertising level of one product
+
+        Args:
+            product: product number
+            level: advertising level (1 is off)
+        """
+        _running(state)
+        state["ads"][product - 1] = level - 1
+        return {"product": product, "ad_level": level}
+
+    @decision
+    def order_stock(self, p: EcommerceParams, state: State, product: Product,
+                    quantity: Annotated[int, Between(1, "max_order")]) -> Observation:
+        """add units to today's order of one product
+
+        Args:
+            product: product number
+            quantity: units
+        """
+        _running(state)
+        i, T = product - 1, p.horizon
+        arrival = state["day"] + p.lead_time[i]
+        if arrival > T - 1:
+            raise ActionError(f"an order placed today would arrive on day {arrival + 1}, after the last day {T}")
+        total = state["pending"][i] + quantity
+        if total > p.max_order:
+            raise ActionError(f"today's order would total {total} units; the most per order is {p.max_order}")
+        state["pending"][i] = total
+        return {"product": product, "pending_order": total}
+
+    @decision
+    def cancel_order(self, p: EcommerceParams, state: State, product: Product) -> Observation:
+        """cancel today's pending order of one product
+
+        Args:
+            product: product number
+        """
+        _running(state)
+        if state["pending"][product - 1] == 0:
+            raise ActionError(f"there is no pending order of product {product} today")
+        state["pending"][product - 1] = 0
+        return {"product": product, "pending_order": 0}
+
+    @decision
+    def plan_prices(self, p: EcommerceParams, state: State, product: Product, levels: PricePlan) -> Observation:
+        """set the price level of one product for today and the days after, one per day
+
+        Args:
+            product: product number
+            levels: price level per day from today
+        """
+        return _plan(p, state, product - 1, "price", levels)
+
+    @decision
+    def plan_ads(self, p: EcommerceParams, state: State, product: Product, levels: AdPlan) -> Observation:
+        """set the advertising level of one product for today and the days after
+
+        Args:
+            product: product number
+            levels: advertising level per day from today
+        """
+        return _plan(p, state, product - 1, "ads", levels)
+
+    @decision
+    def plan_orders(self, p: EcommerceParams, state: State, product: Product, quantities: OrderPlan) -> Observation:
+        """the orders of one product for today and the days after, one per day
+
+        Args:
+            product: product number
+            quantities: units to order per day from today (0: none)
+        """
+        return _plan(p, state, product - 1, "orders", quantities)
+
+    @clock
+    def advance_day(self, p: EcommerceParams, state: State) -> Observation:
+        """close today: serve demand, book costs, send today's orders"""
+        return _close_days(p, state, 1)
+
+    @clock
+    def advance_days(self, p: EcommerceParams, state: State, days: Annotated[int, Between(1, "horizon")]
+                     ) -> Observation:
+        """close several days in a row with the same settings (orders only on the first)
+
+        Args:
+            days: number of days to close
+        """
+        return _close_days(p, state, days)
+
+    @clock
+    def finish(self, p: EcommerceParams, state: State) -> Observation:
+        """stop; the remaining days run on autopilot with current prices, advertising off and no new orders"""
+        _running(state)
         first, before = state["day"] + 1, state["cash"]
         _autopilot(p, state)
-        return {**self._report(state, first, None, before), "autopilot": True}
-
-    @staticmethod
-    def _plan(p: EcommerceParams, state: dict[str, Any], op: str, args: dict[str, Any]) -> dict[str, Any]:
-        """A plan of one product from today on: its first entry takes effect now, the others on their days
-        (levels stay in force after the last entry; no orders after it). It replaces the product's earlier plan
-        of the same kind."""
-        T, today = p.horizon, state["day"]
-        i = require_int(args, "product", 1, p.products) - 1
-        left = T - today
-        if op == "plan_orders":
-            kind, values = "orders", require_int_list(args, "quantities", 0, p.max_order, distinct=False)
-        else:
-            kind = "price" if op == "plan_prices" else "ads"
-            values = require_int_list(args, "levels", 1, p.price_levels if kind == "price" else p.ad_levels,
-                                      distinct=False)
-        if len(values) > left:
-            raise ActionError(f"the plan covers {len(values)} days; only {left} day(s) are left")
-        if kind == "orders":
-            late = next((k for k, q in enumerate(values) if q > 0 and today + k + p.lead_time[i] > T - 1), None)
-            if late is not None:
-                raise ActionError(f"the order planned for day {today + late + 1} would arrive after the last day {T}")
-        scheduled = {day: [e for e in entries if not (e[0] == i and e[1] == kind)]
-                     for day, entries in state["scheduled"].items()}
-        for k, value in enumerate(values[1:], start=1):
-            if kind != "orders":
-                scheduled.setdefault(str(today + k), []).append([i, kind, value - 1])
-            elif value > 0:
-                scheduled.setdefault(str(today + k), []).append([i, kind, value])
-        state["scheduled"] = {day: entries for day, entries in scheduled.items() if entries}
-        if kind == "orders":
-            state["pending"][i] = values[0]
-            return {"product": i + 1, "pending_order": values[0], "orders_planned": sum(q > 0 for q in values),
-                    "units_planned": sum(values)}
-        state[kind][i] = values[0] - 1
-        key = "price_level" if kind == "price" else "ad_level"
-        return {"product": i + 1, key: values[0], "days_planned": len(values)}
-
-    @staticmethod
-    def _report(state: dict[str, Any], first: int, sold: list[int] | None, before: float) -> dict[str, Any]:
-        report: dict[str, Any] = {"closed_days": [first, state["day"]],
-                                  "cash_change": round(state["cash"] - before, 6), "cash": round(state["cash"], 6),
-                                  "stock": list(state["stock"]), "negative_days_in_a_row": state["negative_days"],
-                                  "bankrupt": state["bankrupt"], "finished": state["finished"]}
-        if sold is not None:
-            report["sold"] = sold
-        if state["bankrupt"]:
-            report["bankrupt_on_day"] = state["bankrupt_day"]
-        return report
+        return {**_report(state, first, None, before), "autopilot": True}
 
     def utility(self, params: EcommerceParams, state: dict[str, Any]) -> float:
         if state["finished"]:
