@@ -25,33 +25,23 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_number
+from mechanisms._production import BulkPlanning, limits, planned, resource_shapes, room, scipy_optimize
+from mechanisms.base import ActionError, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
+from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
+from mechanisms.params import finite, flat, non_negative, stickers_default_to_truth
 from mechanisms.registry import register
-from schemas.envspec import Action, ArgSpec, OperationSpec
+from schemas.envspec import Action
 
 MAX_VARIABLES = 400
 MAX_ROWS = 800
 
-
-
-def linprog(*args, **kwargs):
-    """scipy.optimize.linprog, imported when first called (importing scipy.optimize takes about a second)."""
-    from scipy.optimize import linprog as scipy_linprog
-
-    return scipy_linprog(*args, **kwargs)
-
-def _require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
-    """``require_int`` that also refuses NaN and infinities (which it cannot convert) with an ActionError."""
-    value = args.get(name)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ActionError(f"argument {name!r} must be an integer, got {value!r}")
-    return require_int(args, name, low, high)
+linprog = scipy_optimize("linprog")
 
 
 class LPParams(BaseModel):
@@ -63,29 +53,14 @@ class LPParams(BaseModel):
     products: int | None = Field(default=None, ge=1)
     periods: int = Field(default=1, ge=1)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _default_sticker(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "sticker_profit" not in data and "c" in data:
-            data = {**data, "sticker_profit": data["c"]}
-        return data
+    _default_sticker = stickers_default_to_truth(sticker_profit="c")
 
     @model_validator(mode="after")
     def _shapes(self) -> LPParams:
-        n, m = len(self.c), len(self.A_ub)
-        if len(self.b_ub) != m:
-            raise ValueError(f"b_ub must have one entry per row of A_ub ({m}), got {len(self.b_ub)}")
-        for i, row in enumerate(self.A_ub, start=1):
-            if len(row) != n:
-                raise ValueError(f"A_ub row {i} must have one entry per variable ({n}), got {len(row)}")
-        if len(self.sticker_profit) != n:
-            raise ValueError(f"sticker_profit must have one entry per variable ({n}), "
-                             f"got {len(self.sticker_profit)}")
-        numbers = [*self.c, *self.b_ub, *self.sticker_profit, *(a for row in self.A_ub for a in row)]
-        if not all(math.isfinite(x) for x in numbers):
-            raise ValueError("c, A_ub, b_ub and sticker_profit must be finite numbers")
-        if min(self.b_ub) < 0:
-            raise ValueError("b_ub (resource limits and demand caps) must be non-negative")
+        n = len(self.c)
+        resource_shapes(self.c, self.A_ub, self.b_ub, "sticker_profit", self.sticker_profit, "variable")
+        finite("c, A_ub, b_ub and sticker_profit", self.c, self.b_ub, self.sticker_profit, flat(self.A_ub))
+        non_negative("b_ub", self.b_ub, "resource limits and demand caps")
         products = self.products if self.products is not None else n // self.periods
         if products * self.periods != n:
             raise ValueError(f"products x periods must equal the number of variables ({n}), "
@@ -149,8 +124,7 @@ def _structure(p: LPParams) -> list[dict[str, Any]]:
 
 def _quantity_bound(p: LPParams) -> float | None:
     """A structural upper bound on any quantity: a power of ten above every single-row bound, if any."""
-    a = np.asarray(p.A_ub, dtype=float)
-    b = np.asarray(p.b_ub, dtype=float)
+    a, b = limits(p)
     usable = np.all(a >= 0, axis=1)[:, None] & (a > 0)
     ratio = np.where(usable, b[:, None] / np.where(usable, a, 1.0), np.inf)
     per_variable = ratio.min(axis=0)
@@ -171,8 +145,7 @@ def _flat(state: dict[str, Any]) -> np.ndarray:
 def _violations(p: LPParams, state: dict[str, Any], product: int, quantity: float) -> list[str]:
     """Rows whose use would rise above their limit if the current period's product were set so."""
     j = p.var(state["period"] + 1, product)
-    a = np.asarray(p.A_ub, dtype=float)
-    b = np.asarray(p.b_ub, dtype=float)
+    a, b = limits(p)
     x = _flat(state)
     delta = quantity - x[j]
     x[j] = quantity
@@ -193,32 +166,13 @@ def _resource_names(p: LPParams) -> dict[int, str]:
     return names
 
 
-def _room(p: LPParams, x: np.ndarray, j: int, bound: float) -> float:
-    """The most of variable j that fits beside the other quantities of x (rows with positive use of j)."""
-    a = np.asarray(p.A_ub, dtype=float)
-    b = np.asarray(p.b_ub, dtype=float)
-    rest = x.copy()
-    rest[j] = 0.0
-    free = b - a @ rest
-    ratios = [max(float(free[i]), 0.0) / a[i, j] for i in range(len(b)) if a[i, j] > 0]
-    return float(min([bound, *ratios]))
+Period = Annotated[int, Between(1, "periods")]  # a period number, 1..periods
+Product = Annotated[int, Between(1, "n_products")]  # a product number, 1..products
+Quantity = Annotated[float, Between(0, _quantity_bound)]  # units of one product (no maximum where no row bounds it)
+Plan = Annotated[list[float], Between(0, _quantity_bound, max_items="n_products")]  # read by BulkPlanning.apply
 
 
-def _require_number_list(args: dict[str, Any], name: str, length: int, high: float) -> list[float]:
-    """A list of exactly `length` numbers, each at least 0 (above `high` it is lowered to `high`)."""
-    value = args.get(name)
-    if not isinstance(value, list) or len(value) != length:
-        shown = f"a list of {len(value)}" if isinstance(value, list) else type(value).__name__
-        raise ActionError(f"argument {name!r} must list {length} numbers, one per product in order; got {shown}")
-    numbers = []
-    for v in value:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise ActionError(f"argument {name!r} must list numbers of at least 0, got {str(v)[:40]!r}")
-        numbers.append(min(float(v), high))
-    return numbers
-
-
-class LP(Mechanism[LPParams]):
+class LP(BulkPlanning[LPParams]):
     id = "lp"
     version = 1
     group = "near_ood"
@@ -269,8 +223,7 @@ class LP(Mechanism[LPParams]):
 
     def solve(self, params: LPParams) -> Solution:
         p = params
-        a = np.asarray(p.A_ub, dtype=float)
-        b = np.asarray(p.b_ub, dtype=float)
+        a, b = limits(p)
         c = np.asarray(p.c, dtype=float)
         result = linprog(-c, A_ub=a, b_ub=b, bounds=(0, None), method="highs")
         if result.status == 3:
@@ -370,46 +323,6 @@ class LP(Mechanism[LPParams]):
                 actions.append(action)
         return actions
 
-    def operations(self, params: LPParams) -> list[OperationSpec]:
-        p = params
-        bound = _quantity_bound(p)
-        period = {"period": ArgSpec(type="integer", description="period number", minimum=1, maximum=p.periods)}
-        product = {"product": ArgSpec(type="integer", description="product number", minimum=1,
-                                      maximum=p.n_products)}
-        quantity = {**product, "quantity": ArgSpec(type="number", description="units to make this period",
-                                                   minimum=0, maximum=bound)}
-        plan = {"quantities": ArgSpec(type="array", items="number", minimum=0, maximum=bound,
-                                      max_items=p.n_products,
-                                      description="units of every product this period, in product order")}
-        return [
-            OperationSpec(name="probe_profit", kind="probe", args={**period, **product},
-                          summary="true profit per unit of one product in one period"),
-            OperationSpec(name="probe_usage", kind="probe", args={**period, **product},
-                          summary="how much of every resource one unit of a product uses in one period"),
-            OperationSpec(name="probe_resource_limits", kind="probe", args=period,
-                          summary="the limit of every resource in one period"),
-            OperationSpec(name="probe_demand_caps", kind="probe", args=period,
-                          summary="the most units of each product that can be sold in one period"),
-            OperationSpec(name="read_profit_sticker", kind="info", args={**period, **product}, decoy=True,
-                          estimates="profit", summary="the posted profit per unit of one product in one period"),
-            OperationSpec(name="list_products", kind="info",
-                          summary="the product numbers and the number of periods"),
-            OperationSpec(name="view_plan", kind="info",
-                          summary="the current period, this period's quantities, the committed ones and the profit"),
-            OperationSpec(name="resource_slack", kind="info",
-                          summary="how much of every resource is still free this period"),
-            OperationSpec(name="set_production", kind="decision",
-                          summary="set how many units of one product to make this period", args=quantity),
-            OperationSpec(name="set_plan", kind="decision", args=plan,
-                          summary="set the units of every product this period at once, each cut to what fits"),
-            OperationSpec(name="clear_production", kind="decision",
-                          summary="set every quantity of this period to 0"),
-            OperationSpec(name="advance_period", kind="clock",
-                          summary="commit this period's plan and start the next"),
-            OperationSpec(name="finish", kind="clock",
-                          summary="stop now; this period's plan stands and later periods make nothing"),
-        ]
-
     def initial_state(self, params: LPParams) -> dict[str, Any]:
         return {"period": 0, "quantities": [[0.0] * params.n_products for _ in range(params.periods)],
                 "finished": False}
@@ -417,98 +330,160 @@ class LP(Mechanism[LPParams]):
     def _period_profit(self, p: LPParams, state: dict[str, Any], t: int) -> float:
         return float(sum(p.c[p.var(t, k + 1)] * q for k, q in enumerate(state["quantities"][t - 1])))
 
-    def apply(self, params: LPParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
-        p, op, args = params, action.op, action.args
-        t = state["period"] + 1  # the current period, 1-based
-        if op in ("probe_profit", "read_profit_sticker", "probe_usage"):
-            s = _require_int(args, "period", 1, p.periods)
-            k = _require_int(args, "product", 1, p.n_products)
-            j = p.var(s, k)
-            if op == "probe_profit":
-                return {"period": s, "product": k, "profit": p.c[j]}
-            if op == "read_profit_sticker":
-                return {"period": s, "product": k, "posted": p.sticker_profit[j]}
-            names = _resource_names(p)
-            return {"period": s, "product": k,
-                    "usage": {names[i]: p.A_ub[i][j] for i in names if p.A_ub[i][j] != 0}}
-        if op == "probe_resource_limits":
-            s = _require_int(args, "period", 1, p.periods)
-            names = _resource_names(p)
-            return {"period": s, "limits": {names[r["row"]]: p.b_ub[r["row"]] for r in self._resources(p, s)}}
-        if op == "probe_demand_caps":
-            s = _require_int(args, "period", 1, p.periods)
-            caps: dict[str, float | None] = {}
-            for k in range(1, p.n_products + 1):
-                j = p.var(s, k)
-                own = [p.b_ub[r["row"]] / p.A_ub[r["row"]][j] for r in _rows(p)
-                       if r["kind"] == "cap" and r["var"] == j]
-                caps[f"product {k}"] = min(own) if own else None
-            return {"period": s, "caps": caps}
-        if op == "list_products":
-            return {"products": list(range(1, p.n_products + 1)), "periods": p.periods}
-        if op == "view_plan":
-            current = min(t, p.periods)
-            return {"period": current, "periods": p.periods,
-                    "planned": {f"product {k + 1}": q for k, q in enumerate(state["quantities"][current - 1])},
-                    "committed": [{"period": s + 1, "quantities": list(state["quantities"][s])}
-                                  for s in range(min(t - 1, p.periods))],
-                    "total": self.utility(p, state)}
-        if op == "resource_slack":
-            x = _flat(state)
-            names = _resource_names(p)
-            current = min(t, p.periods)
-            return {"period": current, "free": {names[r["row"]]: p.b_ub[r["row"]] - float(np.dot(p.A_ub[r["row"]], x))
-                                                for r in self._resources(p, current)}}
-        if state["finished"] and op in ("set_production", "set_plan", "clear_production", "advance_period"):
+    @staticmethod
+    def _open_period(state: State) -> int:
+        """The current period (1-based), which a decision changes; ActionError once the plan is closed."""
+        if state["finished"]:
             raise ActionError("the plan is closed")
-        if op == "set_production":
-            k = _require_int(args, "product", 1, p.n_products)
-            bound = _quantity_bound(p)
-            if bound is None:
-                quantity = require_number(args, "quantity", -math.inf, math.inf)
-                if quantity < 0:
-                    raise ActionError(f"argument 'quantity' must be at least 0, got {quantity:g}")
-            else:
-                quantity = require_number(args, "quantity", 0.0, bound)
-            violated = _violations(p, state, k, quantity)
-            if violated:
-                raise ActionError(f"making {quantity:g} units of product {k} in period {t} would exceed: "
-                                  + ", ".join(violated))
-            state["quantities"][t - 1][k - 1] = quantity
-            return {"period": t, "product": k, "quantity": quantity}
-        if op == "set_plan":
-            bound = _quantity_bound(p)
-            wanted = _require_number_list(args, "quantities", p.n_products, math.inf if bound is None else bound)
-            before = list(state["quantities"][t - 1])
-            cut = []
-            for k, quantity in enumerate(wanted, start=1):
-                current = state["quantities"][t - 1][k - 1]
+        return state["period"] + 1
+
+    # --- operations -------------------------------------------------------------------------
+    @probe
+    def probe_profit(self, p: LPParams, state: State, period: Period, product: Product) -> Observation:
+        """true profit per unit of one product in one period
+
+        Args:
+            period: period number
+            product: product number
+        """
+        return {"period": period, "product": product, "profit": p.c[p.var(period, product)]}
+
+    @probe
+    def probe_usage(self, p: LPParams, state: State, period: Period, product: Product) -> Observation:
+        """how much of every resource one unit of a product uses in one period
+
+        Args:
+            period: period number
+            product: product number
+        """
+        j = p.var(period, product)
+        names = _resource_names(p)
+        return {"period": period, "product": product,
+                "usage": {names[i]: p.A_ub[i][j] for i in names if p.A_ub[i][j] != 0}}
+
+    @probe
+    def probe_resource_limits(self, p: LPParams, state: State, period: Period) -> Observation:
+        """the limit of every resource in one period
+
+        Args:
+            period: period number
+        """
+        names = _resource_names(p)
+        return {"period": period,
+                "limits": {names[r["row"]]: p.b_ub[r["row"]] for r in self._resources(p, period)}}
+
+    @probe
+    def probe_demand_caps(self, p: LPParams, state: State, period: Period) -> Observation:
+        """the most units of each product that can be sold in one period
+
+        Args:
+            period: period number
+        """
+        caps: dict[str, float | None] = {}
+        for k in range(1, p.n_products + 1):
+            j = p.var(period, k)
+            own = [p.b_ub[r["row"]] / p.A_ub[r["row"]][j] for r in _rows(p) if r["kind"] == "cap" and r["var"] == j]
+            caps[f"product {k}"] = min(own) if own else None
+        return {"period": period, "caps": caps}
+
+    @info(decoy=True, estimates="profit")
+    def read_profit_sticker(self, p: LPParams, state: State, period: Period, product: Product) -> Observation:
+        """the posted profit per unit of one product in one period
+
+        Args:
+            period: period number
+            product: product number
+        """
+        return {"period": period, "product": product, "posted": p.sticker_profit[p.var(period, product)]}
+
+    @info
+    def list_products(self, p: LPParams, state: State) -> Observation:
+        """the product numbers and the number of periods"""
+        return {"products": list(range(1, p.n_products + 1)), "periods": p.periods}
+
+    @info
+    def view_plan(self, p: LPParams, state: State) -> Observation:
+        """the current period, this period's quantities, the committed ones and the profit"""
+        t = state["period"] + 1
+        current = min(t, p.periods)
+        return {"period": current, "periods": p.periods, "planned": planned(state["quantities"][current - 1]),
+                "committed": [{"period": s + 1, "quantities": list(state["quantities"][s])}
+                              for s in range(min(t - 1, p.periods))],
+                "total": self.utility(p, state)}
+
+    @info
+    def resource_slack(self, p: LPParams, state: State) -> Observation:
+        """how much of every resource is still free this period"""
+        x = _flat(state)
+        names = _resource_names(p)
+        current = min(state["period"] + 1, p.periods)
+        return {"period": current, "free": {names[r["row"]]: p.b_ub[r["row"]] - float(np.dot(p.A_ub[r["row"]], x))
+                                            for r in self._resources(p, current)}}
+
+    @decision
+    def set_production(self, p: LPParams, state: State, product: Product, quantity: Quantity) -> Observation:
+        """set how many units of one product to make this period
+
+        Args:
+            product: product number
+            quantity: units to make this period
+        """
+        t = self._open_period(state)
+        violated = _violations(p, state, product, quantity)
+        if violated:
+            raise ActionError(f"making {quantity:g} units of product {product} in period {t} would exceed: "
+                              + ", ".join(violated))
+        state["quantities"][t - 1][product - 1] = quantity
+        return {"period": t, "product": product, "quantity": quantity}
+
+    @decision
+    def set_plan(self, p: LPParams, state: State, quantities: Plan) -> Observation:
+        """set the units of every product this period at once, each cut to what fits
+
+        Args:
+            quantities: units of every product this period, in product order
+        """
+        t = self._open_period(state)
+        bound = _quantity_bound(p)
+        before = list(state["quantities"][t - 1])
+        cut = []
+        for k, quantity in enumerate(quantities, start=1):
+            current = state["quantities"][t - 1][k - 1]
+            if _violations(p, state, k, quantity):
+                fits = room(*limits(p), _flat(state), p.var(t, k), math.inf if bound is None else bound)
+                quantity = min(quantity, max(current, fits))
                 if _violations(p, state, k, quantity):
-                    room = _room(p, _flat(state), p.var(t, k), math.inf if bound is None else bound)
-                    quantity = min(quantity, max(current, room))
-                    if _violations(p, state, k, quantity):
-                        quantity = current
-                    cut.append(k)
-                state["quantities"][t - 1][k - 1] = quantity
-            if any(q < 0 for q in state["quantities"][t - 1]):  # cannot happen; keep the state whole regardless
-                state["quantities"][t - 1] = before
-                raise ActionError("the plan could not be set")
-            return {"period": t, "planned": {f"product {k + 1}": q for k, q in
-                                             enumerate(state["quantities"][t - 1])},
-                    "cut": cut, "profit": self._period_profit(p, state, t)}
-        if op == "clear_production":
-            state["quantities"][t - 1] = [0.0] * p.n_products
-            return {"period": t, "planned": {f"product {k + 1}": 0.0 for k in range(p.n_products)}}
-        if op == "advance_period":
-            state["period"] = t
-            state["finished"] = t >= p.periods
-            return {"committed": t, "quantities": list(state["quantities"][t - 1]),
-                    "profit": self._period_profit(p, state, t), "total": self.utility(p, state),
-                    "finished": state["finished"]}
-        if op == "finish":
-            state["finished"] = True
-            return {"total": self.utility(p, state), "finished": True}
-        raise ActionError(f"unknown operation {op!r}")
+                    quantity = current
+                cut.append(k)
+            state["quantities"][t - 1][k - 1] = quantity
+        if any(q < 0 for q in state["quantities"][t - 1]):  # cannot happen; keep the state whole regardless
+            state["quantities"][t - 1] = before
+            raise ActionError("the plan could not be set")
+        return {"period": t, "planned": planned(state["quantities"][t - 1]), "cut": cut,
+                "profit": self._period_profit(p, state, t)}
+
+    @decision
+    def clear_production(self, p: LPParams, state: State) -> Observation:
+        """set every quantity of this period to 0"""
+        t = self._open_period(state)
+        state["quantities"][t - 1] = [0.0] * p.n_products
+        return {"period": t, "planned": planned(state["quantities"][t - 1])}
+
+    @clock
+    def advance_period(self, p: LPParams, state: State) -> Observation:
+        """commit this period's plan and start the next"""
+        t = self._open_period(state)
+        state["period"] = t
+        state["finished"] = t >= p.periods
+        return {"committed": t, "quantities": list(state["quantities"][t - 1]),
+                "profit": self._period_profit(p, state, t), "total": self.utility(p, state),
+                "finished": state["finished"]}
+
+    @clock
+    def finish(self, p: LPParams, state: State) -> Observation:
+        """stop now; this period's plan stands and later periods make nothing"""
+        state["finished"] = True
+        return {"total": self.utility(p, state), "finished": True}
 
     @staticmethod
     def _resources(p: LPParams, period: int) -> list[dict[str, Any]]:
@@ -623,8 +598,7 @@ class LP(Mechanism[LPParams]):
         fill: list[Action] = []
         greedy: list[Action] = []
         x = np.zeros(p.n)
-        a = np.asarray(p.A_ub, dtype=float)
-        b = np.asarray(p.b_ub, dtype=float)
+        a, b = limits(p)
         for t in range(1, p.periods + 1):
             wanted = [bound if p.sticker_profit[p.var(t, k)] > 0 else 0.0 for k in range(1, p.n_products + 1)]
             fill += [Action(op="set_plan", args={"quantities": wanted}), Action(op="advance_period")]
@@ -637,7 +611,7 @@ class LP(Mechanism[LPParams]):
                         for j in js}
             for j in sorted((j for j in js if p.sticker_profit[j] > 0),
                             key=lambda j: (-p.sticker_profit[j] / scarcity[j], j)):
-                x[j] = _room(p, x, j, bound)
+                x[j] = room(a, b, x, j, bound)
             greedy += [Action(op="set_plan", args={"quantities": [float(x[j]) for j in js]}),
                        Action(op="advance_period")]
         return {"posted_fill": fill, "posted_greedy": greedy}
