@@ -34,15 +34,18 @@ against an enumeration of every active set.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_number
+from mechanisms._production import BulkPlanning, limits, planned, resource_shapes, room, scipy_optimize
+from mechanisms.base import ActionError, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
+from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
+from mechanisms.params import finite, flat, non_negative, rows_of, stickers_default_to_truth
 from mechanisms.registry import register
-from schemas.envspec import Action, ArgSpec, OperationSpec
+from schemas.envspec import Action
 
 MAX_PRODUCTS = 24
 MAX_RESOURCES = 12
@@ -51,19 +54,7 @@ FIT_TOLERANCE = 1e-12  # how far (relative) a plan may touch above a limit when 
 STICKER_REDRAWS = 24  # the sampler redraws posted margins that would make the default near-optimal
 NEAR_OPTIMAL = 0.97
 
-
-
-def minimize(*args, **kwargs):
-    """scipy.optimize.minimize, imported when first called (importing scipy.optimize takes about a second)."""
-    from scipy.optimize import minimize as scipy_minimize
-
-    return scipy_minimize(*args, **kwargs)
-
-def _require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
-    value = args.get(name)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ActionError(f"argument {name!r} must be an integer, got {value!r}")
-    return require_int(args, name, low, high)
+minimize = scipy_optimize("minimize")
 
 
 class QPParams(BaseModel):
@@ -74,37 +65,19 @@ class QPParams(BaseModel):
     b_ub: list[float] = Field(min_length=1, max_length=MAX_RESOURCES)
     sticker_margin: list[float]
 
-    @model_validator(mode="before")
-    @classmethod
-    def _default_sticker(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "sticker_margin" not in data and "c" in data:
-            data = {**data, "sticker_margin": data["c"]}
-        return data
+    _default_sticker = stickers_default_to_truth(sticker_margin="c")
 
     @model_validator(mode="after")
     def _shapes(self) -> QPParams:
-        n, m = len(self.c), len(self.A_ub)
+        n = len(self.c)
         if len(self.Q) != n:
             raise ValueError(f"Q must have one row per product ({n}), got {len(self.Q)}")
-        for k, row in enumerate(self.Q, start=1):
-            if len(row) != n:
-                raise ValueError(f"Q row {k} must have one entry per product ({n}), got {len(row)}")
-        if len(self.b_ub) != m:
-            raise ValueError(f"b_ub must have one entry per row of A_ub ({m}), got {len(self.b_ub)}")
-        for i, row in enumerate(self.A_ub, start=1):
-            if len(row) != n:
-                raise ValueError(f"A_ub row {i} must have one entry per product ({n}), got {len(row)}")
-        if len(self.sticker_margin) != n:
-            raise ValueError(f"sticker_margin must have one entry per product ({n}), "
-                             f"got {len(self.sticker_margin)}")
-        numbers = [*self.c, *self.b_ub, *self.sticker_margin, *(a for row in self.A_ub for a in row),
-                   *(q for row in self.Q for q in row)]
-        if not all(math.isfinite(x) for x in numbers):
-            raise ValueError("c, Q, A_ub, b_ub and sticker_margin must be finite numbers")
-        if min(a for row in self.A_ub for a in row) < 0:
-            raise ValueError("A_ub (resource use per unit) must be non-negative")
-        if min(self.b_ub) < 0:
-            raise ValueError("b_ub (resource limits) must be non-negative")
+        rows_of("Q", self.Q, n, "product")
+        resource_shapes(self.c, self.A_ub, self.b_ub, "sticker_margin", self.sticker_margin, "product")
+        finite("c, Q, A_ub, b_ub and sticker_margin", self.c, self.b_ub, self.sticker_margin, flat(self.A_ub),
+               flat(self.Q))
+        non_negative("A_ub", flat(self.A_ub), "resource use per unit")
+        non_negative("b_ub", self.b_ub, "resource limits")
         q = np.asarray(self.Q, dtype=float)
         if not np.allclose(q, q.T, rtol=0.0, atol=1e-9 * max(1.0, float(np.abs(q).max()))):
             raise ValueError("Q must be symmetric")
@@ -124,8 +97,7 @@ class QPParams(BaseModel):
 
 
 def _arrays(p: QPParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    return (np.asarray(p.c, dtype=float), np.asarray(p.Q, dtype=float), np.asarray(p.A_ub, dtype=float),
-            np.asarray(p.b_ub, dtype=float))
+    return (np.asarray(p.c, dtype=float), np.asarray(p.Q, dtype=float), *limits(p))
 
 
 def _profit(p: QPParams, x: np.ndarray) -> float:
@@ -271,43 +243,25 @@ def solve_qp(p: QPParams) -> tuple[np.ndarray, dict[str, Any]]:
 
 
 
-def _room(p: QPParams, x: np.ndarray, k: int, bound: float) -> float:
-    """The most units of product k (0-based) that fit beside plan x (its own current quantity left out)."""
-    _, _, a, b = _arrays(p)
-    rest = x.copy()
-    rest[k] = 0.0
-    free = b - a @ rest
-    ratios = [max(float(free[i]), 0.0) / a[i, k] for i in range(p.m) if a[i, k] > 0]
-    return float(min([bound, *ratios]))
-
-
 def _fitted(p: QPParams, wanted: list[float]) -> np.ndarray:
     """A whole plan set at once: each quantity, in product order, lowered to what still fits beside the ones
     before it (the ones after it count as 0 until they are set). A quantity that fits is kept exactly."""
+    _, _, a, b = _arrays(p)
     x = np.zeros(p.n)
     bound = _quantity_bound(p)
     for k, quantity in enumerate(wanted):
         trial = x.copy()
         trial[k] = quantity
-        x[k] = quantity if not _over(p, trial) else min(quantity, _room(p, x, k, bound))
+        x[k] = quantity if not _over(p, trial) else min(quantity, room(a, b, x, k, bound))
     return x
 
 
-def _require_number_list(args: dict[str, Any], name: str, length: int, high: float) -> list[float]:
-    """A list of exactly `length` numbers, each at least 0 (above `high` it is lowered to `high`)."""
-    value = args.get(name)
-    if not isinstance(value, list) or len(value) != length:
-        shown = f"a list of {len(value)}" if isinstance(value, list) else type(value).__name__
-        raise ActionError(f"argument {name!r} must list {length} numbers, one per product in order; got {shown}")
-    numbers = []
-    for v in value:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise ActionError(f"argument {name!r} must list numbers of at least 0, got {str(v)[:40]!r}")
-        numbers.append(min(float(v), high))
-    return numbers
+Product = Annotated[int, Between(1, "n")]  # a product number, 1..n
+Quantity = Annotated[float, Between(0, _quantity_bound)]  # units of one product
+Plan = Annotated[list[float], Between(0, _quantity_bound, max_items="n")]  # read by BulkPlanning.apply
 
 
-class QP(Mechanism[QPParams]):
+class QP(BulkPlanning[QPParams]):
     id = "qp"
     version = 1
     group = "near_ood"
@@ -423,95 +377,120 @@ class QP(Mechanism[QPParams]):
         actions.append(Action(op="commit_plan"))
         return actions
 
-    def operations(self, params: QPParams) -> list[OperationSpec]:
-        p = params
-        bound = _quantity_bound(p)
-        product = {"product": ArgSpec(type="integer", description="product number", minimum=1, maximum=p.n)}
-        quantity = {**product, "quantity": ArgSpec(type="number", description="units to make", minimum=0,
-                                                   maximum=bound)}
-        plan = {"quantities": ArgSpec(type="array", items="number", minimum=0, maximum=bound, max_items=p.n,
-                                      description="units of every product, in product order")}
-        return [
-            OperationSpec(name="probe_margin", kind="probe", args=product,
-                          summary="true profit of the first unit of one product"),
-            OperationSpec(name="probe_curvature", kind="probe", args=product,
-                          summary="how fast the margin of one product falls per unit of each product made"),
-            OperationSpec(name="probe_usage", kind="probe", args=product,
-                          summary="how much of every resource one unit of a product uses"),
-            OperationSpec(name="probe_limits", kind="probe", summary="the limit of every resource"),
-            OperationSpec(name="read_posted_margin", kind="info", args=product, decoy=True, estimates="margin",
-                          summary="the posted per-unit margin of one product"),
-            OperationSpec(name="list_products", kind="info",
-                          summary="the product numbers, the number of resources and the largest quantity allowed"),
-            OperationSpec(name="view_plan", kind="info",
-                          summary="the planned quantity of every product and the profit of that plan"),
-            OperationSpec(name="resource_slack", kind="info",
-                          summary="how much of every resource the plan leaves free"),
-            OperationSpec(name="set_quantity", kind="decision", args=quantity,
-                          summary="set how many units of one product to make"),
-            OperationSpec(name="set_plan", kind="decision", args=plan,
-                          summary="set the quantity of every product at once, each cut to what still fits"),
-            OperationSpec(name="clear_plan", kind="decision", summary="set every quantity to 0"),
-            OperationSpec(name="commit_plan", kind="clock", summary="commit the plan; this ends the episode"),
-            OperationSpec(name="finish", kind="clock", summary="stop now; the current plan stands"),
-        ]
-
     def initial_state(self, params: QPParams) -> dict[str, Any]:
         return {"quantities": [0.0] * params.n, "committed": False, "finished": False}
 
     def _plan(self, p: QPParams, state: dict[str, Any]) -> dict[str, Any]:
-        return {"quantities": {f"product {k + 1}": qty for k, qty in enumerate(state["quantities"])},
-                "profit": self.utility(p, state)}
+        return {"quantities": planned(state["quantities"]), "profit": self.utility(p, state)}
 
-    def apply(self, params: QPParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
-        p, op, args = params, action.op, action.args
-        if op == "probe_margin":
-            k = _require_int(args, "product", 1, p.n)
-            return {"product": k, "margin": p.c[k - 1]}
-        if op == "probe_curvature":
-            k = _require_int(args, "product", 1, p.n)
-            return {"product": k, "decline": {f"product {j + 1}": p.Q[k - 1][j] for j in range(p.n)}}
-        if op == "probe_usage":
-            k = _require_int(args, "product", 1, p.n)
-            return {"product": k, "usage": {f"resource {i + 1}": p.A_ub[i][k - 1] for i in range(p.m)}}
-        if op == "probe_limits":
-            return {"limits": {f"resource {i + 1}": p.b_ub[i] for i in range(p.m)}}
-        if op == "read_posted_margin":
-            k = _require_int(args, "product", 1, p.n)
-            return {"product": k, "posted": p.sticker_margin[k - 1]}
-        if op == "list_products":
-            return {"products": list(range(1, p.n + 1)), "resources": p.m, "largest": _quantity_bound(p)}
-        if op == "view_plan":
-            return self._plan(p, state)
-        if op == "resource_slack":
-            _, _, a, b = _arrays(p)
-            free = b - a @ np.asarray(state["quantities"], dtype=float)
-            return {"free": {f"resource {i + 1}": float(free[i]) for i in range(p.m)}}
-        if op == "set_quantity":
-            k = _require_int(args, "product", 1, p.n)
-            quantity = require_number(args, "quantity", 0.0, _quantity_bound(p))
-            x = np.asarray(state["quantities"], dtype=float)
-            raised = quantity > x[k - 1]
-            x[k - 1] = quantity
-            over = _over(p, x) if raised else []
-            if over:
-                names = ", ".join(f"resource {i}" for i in over)
-                raise ActionError(f"making {quantity:g} units of product {k} would exceed the limit of {names}")
-            state["quantities"][k - 1] = quantity
-            return {"product": k, "quantity": quantity}
-        if op == "set_plan":
-            wanted = _require_number_list(args, "quantities", p.n, _quantity_bound(p))
-            x = _fitted(p, wanted)
-            state["quantities"] = [float(v) for v in x]
-            return {**self._plan(p, state), "cut": [k + 1 for k in range(p.n) if x[k] < wanted[k]]}
-        if op == "clear_plan":
-            state["quantities"] = [0.0] * p.n
-            return self._plan(p, state)
-        if op in ("commit_plan", "finish"):
-            state.update(committed=state["committed"] or op == "commit_plan", finished=True)
-            return {"committed": self._plan(p, state)["quantities"], "total": self.utility(p, state),
-                    "finished": True}
-        raise ActionError(f"unknown operation {op!r}")
+    def _close(self, p: QPParams, state: State, committed: bool) -> Observation:
+        """End the episode; the plan as it stands counts."""
+        state.update(committed=state["committed"] or committed, finished=True)
+        return {"committed": planned(state["quantities"]), "total": self.utility(p, state), "finished": True}
+
+    # --- operations -------------------------------------------------------------------------
+    @probe
+    def probe_margin(self, p: QPParams, state: State, product: Product) -> Observation:
+        """true profit of the first unit of one product
+
+        Args:
+            product: product number
+        """
+        return {"product": product, "margin": p.c[product - 1]}
+
+    @probe
+    def probe_curvature(self, p: QPParams, state: State, product: Product) -> Observation:
+        """how fast the margin of one product falls per unit of each product made
+
+        Args:
+            product: product number
+        """
+        return {"product": product, "decline": {f"product {j + 1}": p.Q[product - 1][j] for j in range(p.n)}}
+
+    @probe
+    def probe_usage(self, p: QPParams, state: State, product: Product) -> Observation:
+        """how much of every resource one unit of a product uses
+
+        Args:
+            product: product number
+        """
+        return {"product": product, "usage": {f"resource {i + 1}": p.A_ub[i][product - 1] for i in range(p.m)}}
+
+    @probe
+    def probe_limits(self, p: QPParams, state: State) -> Observation:
+        """the limit of every resource"""
+        return {"limits": {f"resource {i + 1}": p.b_ub[i] for i in range(p.m)}}
+
+    @info(decoy=True, estimates="margin")
+    def read_posted_margin(self, p: QPParams, state: State, product: Product) -> Observation:
+        """the posted per-unit margin of one product
+
+        Args:
+            product: product number
+        """
+        return {"product": product, "posted": p.sticker_margin[product - 1]}
+
+    @info
+    def list_products(self, p: QPParams, state: State) -> Observation:
+        """the product numbers, the number of resources and the largest quantity allowed"""
+        return {"products": list(range(1, p.n + 1)), "resources": p.m, "largest": _quantity_bound(p)}
+
+    @info
+    def view_plan(self, p: QPParams, state: State) -> Observation:
+        """the planned quantity of every product and the profit of that plan"""
+        return self._plan(p, state)
+
+    @info
+    def resource_slack(self, p: QPParams, state: State) -> Observation:
+        """how much of every resource the plan leaves free"""
+        _, _, a, b = _arrays(p)
+        free = b - a @ np.asarray(state["quantities"], dtype=float)
+        return {"free": {f"resource {i + 1}": float(free[i]) for i in range(p.m)}}
+
+    @decision
+    def set_quantity(self, p: QPParams, state: State, product: Product, quantity: Quantity) -> Observation:
+        """set how many units of one product to make
+
+        Args:
+            product: product number
+            quantity: units to make
+        """
+        x = np.asarray(state["quantities"], dtype=float)
+        raised = quantity > x[product - 1]
+        x[product - 1] = quantity
+        over = _over(p, x) if raised else []
+        if over:
+            names = ", ".join(f"resource {i}" for i in over)
+            raise ActionError(f"making {quantity:g} units of product {product} would exceed the limit of {names}")
+        state["quantities"][product - 1] = quantity
+        return {"product": product, "quantity": quantity}
+
+    @decision
+    def set_plan(self, p: QPParams, state: State, quantities: Plan) -> Observation:
+        """set the quantity of every product at once, each cut to what still fits
+
+        Args:
+            quantities: units of every product, in product order
+        """
+        x = _fitted(p, quantities)
+        state["quantities"] = [float(v) for v in x]
+        return {**self._plan(p, state), "cut": [k + 1 for k in range(p.n) if x[k] < quantities[k]]}
+
+    @decision
+    def clear_plan(self, p: QPParams, state: State) -> Observation:
+        """set every quantity to 0"""
+        state["quantities"] = [0.0] * p.n
+        return self._plan(p, state)
+
+    @clock
+    def commit_plan(self, p: QPParams, state: State) -> Observation:
+        """commit the plan; this ends the episode"""
+        return self._close(p, state, committed=True)
+
+    @clock
+    def finish(self, p: QPParams, state: State) -> Observation:
+        """stop now; the current plan stands"""
+        return self._close(p, state, committed=False)
 
     def utility(self, params: QPParams, state: dict[str, Any]) -> float:
         return _profit(params, np.asarray(state["quantities"], dtype=float))
@@ -611,7 +590,7 @@ class QP(Mechanism[QPParams]):
                        key=lambda k: (-p.sticker_margin[k] / max(scarcity[k], 1e-9), k))
         x = np.zeros(p.n)
         for k in order:
-            x[k] = _room(p, x, k, bound)
+            x[k] = room(a, b, x, k, bound)
         greedy = [*look, Action(op="set_plan", args={"quantities": [float(v) for v in x]}), Action(op="commit_plan")]
         probes = [Action(op=name, args={"product": k + 1}) for k in range(p.n)
                   for name in ("probe_margin", "probe_curvature")]
