@@ -49,27 +49,21 @@ independent check enumerates every ask/accept/wait/walk sequence on small grids 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int
+from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
+from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
+from mechanisms.params import finite, one_entry_each
 from mechanisms.registry import register
-from schemas.envspec import Action, ArgSpec, OperationSpec
+from schemas.envspec import Action
 
 MAX_LEVELS = 201
 MAX_ROUNDS = 40
 STICKER_REDRAWS = 24  # the sampler redraws market reports under which the default would be optimal
-
-
-def _require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
-    """``require_int`` that also refuses NaN and infinities with an ActionError."""
-    value = args.get(name)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ActionError(f"argument {name!r} must be an integer, got {value!r}")
-    return require_int(args, name, low, high)
 
 
 class NegotiationParams(BaseModel):
@@ -89,14 +83,9 @@ class NegotiationParams(BaseModel):
 
     @model_validator(mode="after")
     def _shapes(self) -> NegotiationParams:
-        if len(self.base_thresholds) != self.deadline:
-            raise ValueError(f"base_thresholds must have one entry per round of the deadline ({self.deadline}), "
-                             f"got {len(self.base_thresholds)}")
-        if len(self.counteroffers) != self.deadline:
-            raise ValueError(f"counteroffers must have one entry per round of the deadline ({self.deadline}), "
-                             f"got {len(self.counteroffers)}")
-        if not (math.isfinite(self.round_cost) and math.isfinite(self.outside_option)):
-            raise ValueError("round_cost and outside_option must be finite numbers")
+        one_entry_each("base_thresholds", self.base_thresholds, self.deadline, "round of the deadline")
+        one_entry_each("counteroffers", self.counteroffers, self.deadline, "round of the deadline")
+        finite("round_cost and outside_option", [self.round_cost, self.outside_option])
         if min(self.base_thresholds) < 0 or max(self.base_thresholds) > self.reservation_value:
             raise ValueError("base_thresholds must lie between 0 and reservation_value")
         if min(self.counteroffers) < 0 or max(self.counteroffers) > self.reservation_value:
@@ -132,6 +121,10 @@ def threshold(p: NegotiationParams, round_: int, anchor: int | None) -> int:
 def _net(p: NegotiationParams, value: float, rounds: int) -> float:
     """The seller's utility: a deal price or the outside option, minus the cost of the rounds used."""
     return float(value) - p.round_cost * rounds
+
+
+Round = Annotated[int, Between(1, "deadline")]  # a round number, 1..T
+Price = Annotated[int, Between("price_low", "price_high")]  # an ask, checked against the grid's step in make_ask
 
 
 class Negotiation(Mechanism[NegotiationParams]):
@@ -264,101 +257,85 @@ class Negotiation(Mechanism[NegotiationParams]):
         return p.price_low + p.price_step * min(max(k, 0), p.levels - 1)
 
     # --- dynamics -------------------------------------------------------------------------
-    def operations(self, params: NegotiationParams) -> list[OperationSpec]:
-        p = params
-        round_arg = {"round": ArgSpec(type="integer", description="round number", minimum=1, maximum=p.deadline)}
-        price_arg = {"price": ArgSpec(type="integer", description="asking price on the price grid",
-                                      minimum=p.price_low, maximum=p.price_high)}
-        return [
-            OperationSpec(name="probe_reservation_value", kind="probe",
-                          summary="the most the counterpart would ever pay"),
-            OperationSpec(name="probe_round_cost", kind="probe", summary="the cost of every round used"),
-            OperationSpec(name="probe_base_threshold", kind="probe",
-                          summary="the counterpart's base acceptance threshold in one round", args=round_arg),
-            OperationSpec(name="probe_anchoring", kind="probe",
-                          summary="how strongly the lowest earlier ask pulls the counterpart's threshold"),
-            OperationSpec(name="probe_walkoff_price", kind="probe",
-                          summary="the ask above which the counterpart breaks off"),
-            OperationSpec(name="probe_outside_option", kind="probe",
-                          summary="what the seller gets without a deal, before costs"),
-            OperationSpec(name="probe_counteroffer", kind="probe",
-                          summary="the counterpart's counteroffer in one round", args=round_arg),
-            OperationSpec(name="read_market_report", kind="info", decoy=True, estimates="reservation",
-                          summary="the market report's estimate of what the counterpart would pay"),
-            OperationSpec(name="check_status", kind="info",
-                          summary="round, deadline, price grid, lowest ask so far, counteroffer on the table"),
-            OperationSpec(name="view_log", kind="info", summary="what happened in every round so far"),
-            OperationSpec(name="make_ask", kind="decision", summary="ask a price; this uses the round",
-                          args=price_arg),
-            OperationSpec(name="accept_counteroffer", kind="decision",
-                          summary="accept this round's counteroffer; this closes the deal"),
-            OperationSpec(name="wait_round", kind="clock", summary="let the round pass without an ask"),
-            OperationSpec(name="walk_away", kind="clock", summary="break off and take the outside option"),
-            OperationSpec(name="finish", kind="clock", summary="stop now; without a deal the outside option applies"),
-        ]
-
     def initial_state(self, params: NegotiationParams) -> dict[str, Any]:
         return {"round": 1, "anchor": None, "status": "open", "deal_price": None, "deal_round": None,
                 "log": [], "finished": False}
 
-    def apply(self, params: NegotiationParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
-        p, op, args = params, action.op, action.args
-        if op == "probe_reservation_value":
-            return {"reservation": p.reservation_value}
-        if op == "probe_round_cost":
-            return {"cost": p.round_cost}
-        if op == "probe_base_threshold":
-            r = _require_int(args, "round", 1, p.deadline)
-            return {"round": r, "threshold": p.base_thresholds[r - 1]}
-        if op == "probe_anchoring":
-            return {"anchoring": p.anchoring_percent}
-        if op == "probe_walkoff_price":
-            return {"walkoff": p.walkoff_price}
-        if op == "probe_outside_option":
-            return {"fallback": p.outside_option}
-        if op == "probe_counteroffer":
-            r = _require_int(args, "round", 1, p.deadline)
-            return {"round": r, "counteroffer": p.counteroffers[r - 1]}
-        if op == "read_market_report":
-            return {"posted": p.market_report}
-        if op == "check_status":
-            return self._status(p, state)
-        if op == "view_log":
-            return {"log": [dict(entry) for entry in state["log"]]}
-        if op == "make_ask":
-            price = _require_int(args, "price", p.price_low, p.price_high)
-            if (price - p.price_low) % p.price_step:
-                raise ActionError(f"asks must lie on the price grid: {p.price_low} plus a multiple of "
-                                  f"{p.price_step}, got {price}")
-            self._require_open(state)
-            return self._ask(p, state, price)
-        if op == "accept_counteroffer":
-            self._require_open(state)
-            r = state["round"]
-            offer = p.counteroffers[r - 1]
-            state["log"].append({"round": r, "action": "accepted counteroffer", "price": offer})
-            state.update(status="deal", deal_price=offer, deal_round=r, finished=True)
-            return {"round": r, "status": "deal", "price": offer, "net": self.utility(p, state), "finished": True}
-        if op == "wait_round":
-            self._require_open(state)
-            r = state["round"]
-            state["log"].append({"round": r, "action": "waited"})
-            return {"round": r, **self._next_round(p, state)}
-        if op in ("walk_away", "finish"):
-            if not state["finished"]:
-                if state["status"] == "open":
-                    state["status"] = "walked away"
-                    state["log"].append({"round": state["round"], "action": "walked away"})
-                state["finished"] = True
-            return {"status": state["status"], "net": self.utility(p, state), "finished": True}
-        raise ActionError(f"unknown operation {op!r}")
+    @probe
+    def probe_reservation_value(self, p: NegotiationParams, state: State) -> Observation:
+        """the most the counterpart would ever pay"""
+        return {"reservation": p.reservation_value}
 
-    @staticmethod
-    def _require_open(state: dict[str, Any]) -> None:
-        if state["finished"] or state["status"] != "open":
-            raise ActionError("the negotiation is over")
+    @probe
+    def probe_round_cost(self, p: NegotiationParams, state: State) -> Observation:
+        """the cost of every round used"""
+        return {"cost": p.round_cost}
 
-    def _ask(self, p: NegotiationParams, state: dict[str, Any], price: int) -> dict[str, Any]:
+    @probe
+    def probe_base_threshold(self, p: NegotiationParams, state: State, round: Round) -> Observation:
+        """the counterpart's base acceptance threshold in one round
+
+        Args:
+            round: round number
+        """
+        return {"round": round, "threshold": p.base_thresholds[round - 1]}
+
+    @probe
+    def probe_anchoring(self, p: NegotiationParams, state: State) -> Observation:
+        """how strongly the lowest earlier ask pulls the counterpart's threshold"""
+        return {"anchoring": p.anchoring_percent}
+
+    @probe
+    def probe_walkoff_price(self, p: NegotiationParams, state: State) -> Observation:
+        """the ask above which the counterpart breaks off"""
+        return {"walkoff": p.walkoff_price}
+
+    @probe
+    def probe_outside_option(self, p: NegotiationParams, state: State) -> Observation:
+        """what the seller gets without a deal, before costs"""
+        return {"fallback": p.outside_option}
+
+    @probe
+    def probe_counteroffer(self, p: NegotiationParams, state: State, round: Round) -> Observation:
+        """the counterpart's counteroffer in one round
+
+        Args:
+            round: round number
+        """
+        return {"round": round, "counteroffer": p.counteroffers[round - 1]}
+
+    @info(decoy=True, estimates="reservation")
+    def read_market_report(self, p: NegotiationParams, state: State) -> Observation:
+        """the market report's estimate of what the counterpart would pay"""
+        return {"posted": p.market_report}
+
+    @info
+    def check_status(self, p: NegotiationParams, state: State) -> Observation:
+        """round, deadline, price grid, lowest ask so far, counteroffer on the table"""
+        open_ = state["status"] == "open"
+        return {"round": min(state["round"], p.deadline), "deadline": p.deadline,
+                "used": self._rounds_used(state), "status": state["status"],
+                "grid": {"lowest": p.price_low, "highest": p.price_high, "step": p.price_step},
+                "lowest ask": state["anchor"],
+                "table": p.counteroffers[state["round"] - 1] if open_ else None,
+                "price": state["deal_price"]}
+
+    @info
+    def view_log(self, p: NegotiationParams, state: State) -> Observation:
+        """what happened in every round so far"""
+        return {"log": [dict(entry) for entry in state["log"]]}
+
+    @decision
+    def make_ask(self, p: NegotiationParams, state: State, price: Price) -> Observation:
+        """ask a price; this uses the round
+
+        Args:
+            price: asking price on the price grid
+        """
+        if (price - p.price_low) % p.price_step:
+            raise ActionError(f"asks must lie on the price grid: {p.price_low} plus a multiple of "
+                              f"{p.price_step}, got {price}")
+        self._require_open(state)
         r, anchor = state["round"], state["anchor"]
         if price > p.walkoff_price:
             state["log"].append({"round": r, "action": "asked", "price": price, "response": "broke off"})
@@ -374,21 +351,54 @@ class Negotiation(Mechanism[NegotiationParams]):
         state["anchor"] = price if anchor is None else min(anchor, price)
         return {"round": r, "ask": price, "response": "rejected", **self._next_round(p, state)}
 
+    @decision
+    def accept_counteroffer(self, p: NegotiationParams, state: State) -> Observation:
+        """accept this round's counteroffer; this closes the deal"""
+        self._require_open(state)
+        r = state["round"]
+        offer = p.counteroffers[r - 1]
+        state["log"].append({"round": r, "action": "accepted counteroffer", "price": offer})
+        state.update(status="deal", deal_price=offer, deal_round=r, finished=True)
+        return {"round": r, "status": "deal", "price": offer, "net": self.utility(p, state), "finished": True}
+
+    @clock
+    def wait_round(self, p: NegotiationParams, state: State) -> Observation:
+        """let the round pass without an ask"""
+        self._require_open(state)
+        r = state["round"]
+        state["log"].append({"round": r, "action": "waited"})
+        return {"round": r, **self._next_round(p, state)}
+
+    @clock
+    def walk_away(self, p: NegotiationParams, state: State) -> Observation:
+        """break off and take the outside option"""
+        return self._walk(p, state)
+
+    @clock
+    def finish(self, p: NegotiationParams, state: State) -> Observation:
+        """stop now; without a deal the outside option applies"""
+        return self._walk(p, state)
+
+    def _walk(self, p: NegotiationParams, state: State) -> Observation:
+        """End the episode: an open negotiation is walked away from (a closed one stays as it ended)."""
+        if not state["finished"]:
+            if state["status"] == "open":
+                state["status"] = "walked away"
+                state["log"].append({"round": state["round"], "action": "walked away"})
+            state["finished"] = True
+        return {"status": state["status"], "net": self.utility(p, state), "finished": True}
+
+    @staticmethod
+    def _require_open(state: dict[str, Any]) -> None:
+        if state["finished"] or state["status"] != "open":
+            raise ActionError("the negotiation is over")
+
     def _next_round(self, p: NegotiationParams, state: dict[str, Any]) -> dict[str, Any]:
         state["round"] += 1
         if state["round"] > p.deadline:
             state.update(status="deadline passed", finished=True)
             return {"status": "deadline passed", "net": self.utility(p, state), "finished": True}
         return {"next": state["round"], "table": p.counteroffers[state["round"] - 1], "finished": False}
-
-    def _status(self, p: NegotiationParams, state: dict[str, Any]) -> dict[str, Any]:
-        open_ = state["status"] == "open"
-        return {"round": min(state["round"], p.deadline), "deadline": p.deadline,
-                "used": self._rounds_used(state), "status": state["status"],
-                "grid": {"lowest": p.price_low, "highest": p.price_high, "step": p.price_step},
-                "lowest ask": state["anchor"],
-                "table": p.counteroffers[state["round"] - 1] if open_ else None,
-                "price": state["deal_price"]}
 
     @staticmethod
     def _rounds_used(state: dict[str, Any]) -> int:

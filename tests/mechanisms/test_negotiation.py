@@ -63,14 +63,6 @@ def _enumerate_through_dynamics(p: NegotiationParams, start: dict | None = None)
     return float(best)
 
 
-def test_same_seed_gives_the_same_params_and_the_data_form_round_trips():
-    for i in range(5):
-        a, b = _sample(i), _sample(i)
-        assert a == b
-        assert M.params_from_data(json.loads(json.dumps(a.model_dump()))) == a
-    assert _sample(0) != _sample(1)
-
-
 @pytest.mark.parametrize("knobs", [(5, 2), (11, 4), (21, 6), (41, 10), (61, 12)])
 def test_sampled_instances_respect_the_knobs(knobs):
     for i in range(5):
@@ -142,13 +134,6 @@ def test_solver_matches_enumeration_through_the_dynamics(i):
     solution = M.solve(p)
     assert solution.u_star == pytest.approx(_enumerate_through_dynamics(p), abs=1e-9)
     assert M.run(p, solution.optimal_actions) == pytest.approx(solution.u_star, abs=1e-12)
-
-
-@pytest.mark.parametrize("i", range(20))
-def test_solver_matches_the_independent_reference_on_more_instances(i):
-    rng = np.random.default_rng([19, i])
-    p = M.sample(rng, int(rng.integers(5, 8)), int(rng.integers(2, 5)))
-    assert M.solve(p).u_star == pytest.approx(reference(M, p), abs=1e-9)
 
 
 @pytest.mark.parametrize("change", [
@@ -308,34 +293,6 @@ def test_hidden_mode_shows_no_parameter_and_specs_are_admitted():
         assert hidden_leaks(spec) == []
         admitted += verdict.admitted
     assert admitted >= 5
-
-
-def test_a_thousand_random_actions_raise_nothing_but_action_error():
-    rng = np.random.default_rng(3)
-    p = _sample(5, 11, 4)
-    ops = M.operations(p)
-    state = M.initial_state(p)
-    u_star = M.solve(p).u_star
-    errors = 0
-    for _ in range(1000):
-        if M.finished(state) or rng.random() < 0.02:
-            state = M.initial_state(p)
-        op = ops[int(rng.integers(len(ops)))]
-        args = {}
-        for name, spec in op.args.items():
-            roll = rng.random()
-            if roll < 0.1:
-                args[name] = ["x", None, True, 2.5][int(rng.integers(4))]
-            elif roll > 0.15:
-                args[name] = int(rng.integers(int(spec.minimum) - 2, int(spec.maximum) + 3))
-        before = copy.deepcopy(state)
-        try:
-            json.dumps(M.apply(p, state, Action(op=op.name, args=args)))
-        except ActionError:
-            errors += 1
-            assert state == before
-        assert M.utility(p, state) <= u_star + 1e-9
-    assert 0 < errors < 1000
 
 
 def test_every_short_plan_stays_below_u_star():
