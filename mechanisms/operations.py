@@ -105,7 +105,7 @@ class Argument:
 
     def read(self, params: Any, args: dict[str, Any]) -> Any:
         """The argument's value, checked against its bounds (ActionError with the problem otherwise)."""
-        from mechanisms.base import ActionError, require_int, require_int_list, require_number
+        from mechanisms.base import ActionError, _shown, require_int, require_int_list, require_number
 
         b = self.between
         low, high = resolve(b.minimum, params), resolve(b.maximum, params)
@@ -120,7 +120,8 @@ class Argument:
         else:
             values = args.get(self.name)
             if not isinstance(values, list) or not values:
-                raise ActionError(f"argument {self.name!r} must be a non-empty list of numbers, got {values!r}"[:200])
+                raise ActionError(f"argument {self.name!r} must be a non-empty list of numbers, got {_shown(values)}")
+            low, high = -math.inf if low is None else low, math.inf if high is None else high
             values = [require_number({self.name: v}, self.name, low, high) for v in values]
         if longest is not None and len(values) > longest:
             raise ActionError(f"argument {self.name!r} lists {len(values)} entries; at most {longest} are allowed")

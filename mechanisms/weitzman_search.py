@@ -286,14 +286,6 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
             raise ActionError(f"argument 'thresholds' must be a list of {count} numbers, one per entry of 'boxes'")
         return [float(x) for x in value]
 
-    def apply(self, params: WeitzmanParams, state: State, action: Action) -> Observation:
-        """Mechanism.apply, but open_until's thresholds are read by the method itself: the generic reader cannot read
-        a list of numbers without bounds (it hands require_number None), and they must match the boxes one for one."""
-        if action.op == "open_until":
-            boxes = self.operation_table()["open_until"].arguments[0].read(params, action.args)
-            return self.open_until(params, state, boxes, action.args.get("thresholds"))
-        return super().apply(params, state, action)
-
     # --- operations -------------------------------------------------------------------------
     @probe
     def probe_cost(self, p: WeitzmanParams, state: State, box: Box) -> Observation:
