@@ -3,21 +3,18 @@ one place.
 
 A family writes each operation once, as a method marked with its kind::
 
-    Item = Annotated[int, Between(1, "items")]  # 1..params.items
+    Item = Annotated[int, Between(1, "items"), "item number"]  # 1..params.items, and what it is
 
     @probe
     def probe_value(self, p: KnapsackParams, state: State, item: Item) -> Observation:
-        \"\"\"true value of one item
-
-        Args:
-            item: item number
-        \"\"\"
+        \"\"\"true value of one item\"\"\"
         return {"item": item, "value": p.values[item - 1]}
 
-The docstring's first paragraph is the operation's summary and its ``Args:`` section describes the arguments (as
-tau2-bench derives a tool from a function); the annotations give the types (``int``, ``float``, ``list[int]``,
-``list[float]``) and :class:`Between` their bounds, each a number, the name of a parameter attribute, or a function
-of the parameters. ``{NAME}`` in a docstring is the module constant NAME. :meth:`Mechanism.operations` lists the
+The docstring's first paragraph is the operation's summary; the annotations give the types (``int``, ``float``,
+``list[int]``, ``list[float]``), :class:`Between` their bounds (each a number, the name of a parameter attribute, or
+a function of the parameters) and a string what the argument is. An ``Args:`` section in the docstring describes an
+argument for this operation only (as tau2-bench derives a tool from a function), over its type's description.
+``{NAME}`` in a docstring is the module constant NAME. :meth:`Mechanism.operations` lists the
 marked methods in the order the class defines them, and :meth:`Mechanism.apply` checks a call's arguments against
 the same bounds (an :class:`~mechanisms.base.ActionError` before anything changes) and calls the method with them.
 """
@@ -185,15 +182,16 @@ def read_operation(name: str, method: Callable) -> Operation:
         annotation = parameter.annotation
         if isinstance(annotation, str):
             annotation = eval(annotation, method.__globals__, vars(typing))  # noqa: S307 - the family's own source
-        between = Between()
+        between, described = Between(), ""
         if get_origin(annotation) is Annotated:
             annotation, *extras = get_args(annotation)
             between = next((e for e in extras if isinstance(e, Between)), between)
+            described = next((e for e in extras if isinstance(e, str)), described)
         if annotation not in _TYPES:
             raise TypeError(f"operation {where}: argument {parameter.name!r} must be int, float, list[int] or "
                             f"list[float], got {annotation!r}")
         kind, items = _TYPES[annotation]
-        arguments.append(Argument(parameter.name, kind, items, descriptions.get(parameter.name, ""), between))
+        arguments.append(Argument(parameter.name, kind, items, descriptions.get(parameter.name, described), between))
     return Operation(name, method, method.__operation__, summary, tuple(arguments))
 
 

@@ -32,14 +32,35 @@ def landed_ids(date: str, count: int, families: str | None, difficulty: str | No
     return ids
 
 
-def current() -> dict[str, dict[str, list[str]]]:
-    return {"default": landed_ids(**PLAN), "hard": landed_ids(**HARD_PLAN)}
+def operation_fingerprints() -> dict[str, str]:
+    """Per family, a hash of its operations (names, kinds, summaries, argument schemas) on nine sampled instances:
+    the template setter's tools take their words from the phrase files, so the ids alone do not pin the summaries
+    that the LLM setter and `vhd families --operations` show."""
+    import hashlib
+
+    import numpy as np
+
+    import mechanisms
+
+    fingerprints = {}
+    for m in mechanisms.families():
+        cells = list(dict.fromkeys([(m.default_size, m.default_horizon), *m.grid()]))[:3]
+        specs = [[op.model_dump(mode="json") for op in m.operations(m.sample(np.random.default_rng([77, i]), *cell))]
+                 for i in range(3) for cell in cells]
+        fingerprints[m.id] = hashlib.sha256(json.dumps(specs, sort_keys=True).encode()).hexdigest()[:16]
+    return fingerprints
+
+
+def current() -> dict[str, dict]:
+    return {"default": landed_ids(**PLAN), "hard": landed_ids(**HARD_PLAN), "operations": operation_fingerprints()}
 
 
 def test_a_small_plan_lands_the_pinned_environment_ids():
     pinned = json.loads(PINNED.read_text())
     now = current()
-    for plan in pinned:
+    for family, fingerprint in pinned["operations"].items():
+        assert now["operations"].get(family) == fingerprint, f"{family}: its operations changed"
+    for plan in ("default", "hard"):
         for shard, ids in pinned[plan].items():
             assert now[plan].get(shard) == ids, f"{plan} plan, shard {shard}: the landed ids changed"
     assert now == pinned
