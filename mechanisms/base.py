@@ -106,16 +106,26 @@ class Tier:
 
 
 # Solutions remembered while a `remembered_solutions()` block runs: a sampler that solves to judge its draw (is the
-# default policy far enough from the optimum?) leaves the solution for the reference computed right after it.
-_REMEMBERED: ContextVar[dict[tuple[str, str], Solution] | None] = ContextVar("remembered_solutions", default=None)
+# default policy far enough from the optimum?) leaves the solution for the reference computed after it.
+_REMEMBERED: ContextVar[Remembered | None] = ContextVar("remembered_solutions", default=None)
+
+
+class Remembered(dict):
+    """The solutions solved in a `remembered_solutions()` block, by (family, parameters as JSON)."""
+
+    def solution(self, family: str, params: BaseModel) -> Solution | None:
+        """The solution of `params` if it was solved in the block (else None)."""
+        return self.get((family, params.model_dump_json()))
 
 
 @contextmanager
-def remembered_solutions() -> Iterator[None]:
-    """Within the block, solving the same parameters twice solves them once (solutions are read, never changed)."""
-    token = _REMEMBERED.set({})
+def remembered_solutions() -> Iterator[Remembered]:
+    """Within the block, solving the same parameters twice solves them once (solutions are read, never changed);
+    yields what was solved, so that a caller can hand a sampler's solution on (tasks.sample)."""
+    memory = Remembered()
+    token = _REMEMBERED.set(memory)
     try:
-        yield
+        yield memory
     finally:
         _REMEMBERED.reset(token)
 
@@ -302,8 +312,10 @@ class Mechanism(ABC, Generic[P]):
             self.apply(params, state, action)
         return self.utility(params, state)
 
-    def outcome(self, params: P) -> Outcome:
-        solution = self.solve(params)
+    def outcome(self, params: P, solution: Solution | None = None) -> Outcome:
+        """The reference of `params`: its solution (solved here unless given: the sampler may have solved it), the
+        default and idle policies' utilities and the baselines'."""
+        solution = self.solve(params) if solution is None else solution
         default = self.default_actions(params)
         return Outcome(
             solution=solution,
