@@ -32,17 +32,31 @@ numpy). Checked against brute force over every assignment and every order on eac
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_int_list
+from mechanisms._jobs import (
+    Job,
+    JobFamily,
+    JobNumbers,
+    Jobs,
+    job_probes,
+    pick,
+    probe_plan,
+    probe_total_work,
+    smith,
+    survey,
+    undo_last,
+)
+from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
+from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
+from mechanisms.params import finite, one_entry_each, positive, stickers_default_to_truth
 from mechanisms.registry import register
-from schemas.envspec import Action, ArgSpec, OperationSpec
+from schemas.envspec import Action
 
 MAX_JOBS = 20  # on two machines the DP peels one subset of 2^n (a million at 20 jobs)
 MAX_JOBS_MANY_MACHINES = 14  # on three or more it touches 3^n (set, subset) pairs: 4.8 million at 14 jobs
@@ -51,59 +65,32 @@ STICKER_REDRAWS = 24  # the sampler redraws estimates that would make the defaul
 NEAR_OPTIMAL = 0.97  # ... that is, a default cost below optimum / NEAR_OPTIMAL
 
 
-class SchedulingParams(BaseModel):
+class SchedulingParams(JobNumbers, BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     processing_times: list[float] = Field(min_length=1, max_length=MAX_JOBS)
     weights: list[float]
     machines: int = Field(ge=1, le=MAX_MACHINES)
     sticker_processing_times: list[float]
 
-    @model_validator(mode="before")
-    @classmethod
-    def _default_sticker(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "sticker_processing_times" not in data and "processing_times" in data:
-            data = {**data, "sticker_processing_times": data["processing_times"]}
-        return data
+    _default_sticker = stickers_default_to_truth(sticker_processing_times="processing_times")
 
     @model_validator(mode="after")
     def _shapes(self) -> SchedulingParams:
         n = len(self.processing_times)
-        if len(self.weights) != n:
-            raise ValueError(f"weights must have one entry per job ({n}), got {len(self.weights)}")
-        if len(self.sticker_processing_times) != n:
-            raise ValueError(f"sticker_processing_times must have one entry per job ({n}), "
-                             f"got {len(self.sticker_processing_times)}")
+        one_entry_each("weights", self.weights, n, "job")
+        one_entry_each("sticker_processing_times", self.sticker_processing_times, n, "job")
         if self.machines >= 3 and n > MAX_JOBS_MANY_MACHINES:
             raise ValueError(f"processing_times: at most {MAX_JOBS_MANY_MACHINES} jobs on three or more machines, "
                              f"got {n}")
         for name in ("processing_times", "weights", "sticker_processing_times"):
-            values = getattr(self, name)
-            if not all(math.isfinite(x) for x in values):
-                raise ValueError(f"{name} must be finite numbers")
-            if min(values) <= 0:
-                raise ValueError(f"{name} must be positive")
+            finite(name, getattr(self, name))
+            positive(name, getattr(self, name))
         return self
-
-    @property
-    def jobs(self) -> int:
-        return len(self.processing_times)
-
-    @property
-    def total_work(self) -> float:
-        return float(sum(self.processing_times))
-
-
-def _require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
-    """``require_int`` that also refuses NaN and infinities with an ActionError."""
-    value = args.get(name)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ActionError(f"argument {name!r} must be an integer, got {value!r}")
-    return require_int(args, name, low, high)
 
 
 def wspt_order(p: SchedulingParams) -> list[int]:
     """Smith's rule: 0-based job indices by ascending processing time / weight (ties by job number)."""
-    return sorted(range(p.jobs), key=lambda j: (p.processing_times[j] / p.weights[j], j))
+    return [j - 1 for j in smith(p, range(1, p.jobs + 1))]
 
 
 def schedule_cost(p: SchedulingParams, queues: list[list[int]], unassigned: list[int]) -> float:
@@ -190,7 +177,10 @@ def optimal_queues(p: SchedulingParams) -> tuple[list[list[int]], float, int]:
     return queues, best, pairs
 
 
-class Scheduling(Mechanism[SchedulingParams]):
+Machine = Annotated[int, Between(1, "machines")]  # a machine number, 1..m
+
+
+class Scheduling(JobFamily, Mechanism[SchedulingParams]):
     id = "scheduling"
     version = 2
     group = "far_ood_probe"
@@ -247,34 +237,6 @@ class Scheduling(Mechanism[SchedulingParams]):
         p = params
         return queue_actions(list_schedule(p.machines, p.sticker_processing_times, [1.0] * p.jobs))
 
-    def operations(self, params: SchedulingParams) -> list[OperationSpec]:
-        job = {"job": ArgSpec(type="integer", description="job number", minimum=1, maximum=params.jobs)}
-        jobs = {"jobs": ArgSpec(type="array", items="integer", description="job numbers in the order to run them",
-                                minimum=1, maximum=params.jobs, max_items=params.jobs)}
-        machine = {"machine": ArgSpec(type="integer", description="machine number", minimum=1,
-                                      maximum=params.machines)}
-        return [
-            OperationSpec(name="probe_job", kind="probe",
-                          summary="true processing time and weight of one job", args=job),
-            OperationSpec(name="probe_total_work", kind="probe",
-                          summary="true total processing time of all jobs"),
-            OperationSpec(name="read_sticker", kind="info", summary="the posted processing-time estimate of one job",
-                          args=job, decoy=True, estimates="processing_time"),
-            OperationSpec(name="list_jobs", kind="info",
-                          summary="the job numbers, the number of machines and the jobs not yet assigned"),
-            OperationSpec(name="view_schedule", kind="info", summary="the queue of jobs on every machine"),
-            OperationSpec(name="assign_jobs", kind="decision",
-                          summary="append one or more jobs, in the order given, to the end of a machine's queue",
-                          args={**jobs, **machine}),
-            OperationSpec(name="undo_last", kind="decision", summary="take back the most recently added job"),
-            OperationSpec(name="remove_job", kind="decision",
-                          summary="pull one job out of its queue (the jobs after it move up)", args=job),
-            OperationSpec(name="clear_machine", kind="decision", summary="empty one machine's queue", args=machine),
-            OperationSpec(name="start_run", kind="clock",
-                          summary="start every machine on its queue; this ends the episode"),
-            OperationSpec(name="finish", kind="clock", summary="stop now; the current queues stand"),
-        ]
-
     def initial_state(self, params: SchedulingParams) -> dict[str, Any]:
         return {"queues": [[] for _ in range(params.machines)], "history": [], "started": False, "finished": False}
 
@@ -294,57 +256,96 @@ class Scheduling(Mechanism[SchedulingParams]):
         return {"queues": {f"machine {k + 1}": list(q) for k, q in enumerate(state["queues"])},
                 "unassigned_jobs": self._unassigned(p, state)}
 
-    def apply(self, params: SchedulingParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
-        p, op, args = params, action.op, action.args
-        if op == "probe_job":
-            j = _require_int(args, "job", 1, p.jobs)
-            return {"job": j, "processing_time": p.processing_times[j - 1], "weight": p.weights[j - 1]}
-        if op == "probe_total_work":
-            return {"total_processing_time": p.total_work}
-        if op == "read_sticker":
-            j = _require_int(args, "job", 1, p.jobs)
-            return {"job": j, "posted_processing_time": p.sticker_processing_times[j - 1]}
-        if op == "list_jobs":
-            return {"jobs": list(range(1, p.jobs + 1)), "machine_count": p.machines,
-                    "unassigned_jobs": self._unassigned(p, state)}
-        if op == "view_schedule":
-            return self._view(p, state)
-        if op == "assign_jobs":
-            chosen = require_int_list(args, "jobs", 1, p.jobs)
-            k = _require_int(args, "machine", 1, p.machines)
-            for j in chosen:
-                where = self._machine_of(state, j)
-                if where is not None:
-                    raise ActionError(f"job {j} is already in the queue of machine {where + 1}")
-            state["queues"][k - 1].extend(chosen)
-            state["history"].extend(chosen)
-            return {"machine": k, "appended": list(chosen), "queue": list(state["queues"][k - 1])}
-        if op == "undo_last":
-            if not state["history"]:
-                raise ActionError("there is no added job to undo")
-            j = state["history"].pop()
-            k = self._machine_of(state, j)
-            state["queues"][k].remove(j)
-            return {"undone": j, "machine": k + 1, **self._view(p, state)}
-        if op == "remove_job":
-            j = _require_int(args, "job", 1, p.jobs)
-            k = self._machine_of(state, j)
-            if k is None:
-                raise ActionError(f"job {j} is not in any queue")
-            state["queues"][k].remove(j)
-            state["history"].remove(j)
-            return {"removed": j, "machine": k + 1, **self._view(p, state)}
-        if op == "clear_machine":
-            k = _require_int(args, "machine", 1, p.machines)
-            removed = state["queues"][k - 1]
-            state["history"] = [j for j in state["history"] if j not in removed]
-            state["queues"][k - 1] = []
-            return {"machine": k, "removed_jobs": list(removed), **self._view(p, state)}
-        if op in ("start_run", "finish"):
-            state.update(finished=True, started=state["started"] or op == "start_run")
-            return {**self._view(p, state), "total_weighted_completion_time": round(-self.utility(p, state), 6),
-                    "finished": True}
-        raise ActionError(f"unknown operation {op!r}")
+    def _ledger(self, p: SchedulingParams, state: dict[str, Any]) -> dict[str, Any]:
+        return {**self._view(p, state), "total_weighted_completion_time": round(-self.utility(p, state), 6)}
+
+    def _take_out(self, state: State, job: int) -> dict[str, Any]:
+        k = self._machine_of(state, job)
+        state["queues"][k].remove(job)
+        return {"machine": k + 1}
+
+    # --- operations -------------------------------------------------------------------------
+    @probe
+    def probe_job(self, p: SchedulingParams, state: State, job: Job) -> Observation:
+        """true processing time and weight of one job
+
+        Args:
+            job: job number
+        """
+        return {"job": job, "processing_time": p.processing_times[job - 1], "weight": p.weights[job - 1]}
+
+    probe_total_work = probe_total_work  # the same probe as tardiness's (mechanisms._jobs)
+
+    @info(decoy=True, estimates="processing_time")
+    def read_sticker(self, p: SchedulingParams, state: State, job: Job) -> Observation:
+        """the posted processing-time estimate of one job
+
+        Args:
+            job: job number
+        """
+        return {"job": job, "posted_processing_time": p.sticker_processing_times[job - 1]}
+
+    @info
+    def list_jobs(self, p: SchedulingParams, state: State) -> Observation:
+        """the job numbers, the number of machines and the jobs not yet assigned"""
+        return {"jobs": list(range(1, p.jobs + 1)), "machine_count": p.machines,
+                "unassigned_jobs": self._unassigned(p, state)}
+
+    @info
+    def view_schedule(self, p: SchedulingParams, state: State) -> Observation:
+        """the queue of jobs on every machine"""
+        return self._view(p, state)
+
+    @decision
+    def assign_jobs(self, p: SchedulingParams, state: State, jobs: Jobs, machine: Machine) -> Observation:
+        """append one or more jobs, in the order given, to the end of a machine's queue
+
+        Args:
+            jobs: job numbers in the order to run them
+            machine: machine number
+        """
+        for j in jobs:
+            where = self._machine_of(state, j)
+            if where is not None:
+                raise ActionError(f"job {j} is already in the queue of machine {where + 1}")
+        state["queues"][machine - 1].extend(jobs)
+        state["history"].extend(jobs)
+        return {"machine": machine, "appended": list(jobs), "queue": list(state["queues"][machine - 1])}
+
+    undo_last = undo_last  # the same as tardiness's (mechanisms._jobs)
+
+    @decision
+    def remove_job(self, p: SchedulingParams, state: State, job: Job) -> Observation:
+        """pull one job out of its queue (the jobs after it move up)
+
+        Args:
+            job: job number
+        """
+        if self._machine_of(state, job) is None:
+            raise ActionError(f"job {job} is not in any queue")
+        return self._removed(p, state, job)
+
+    @decision
+    def clear_machine(self, p: SchedulingParams, state: State, machine: Machine) -> Observation:
+        """empty one machine's queue
+
+        Args:
+            machine: machine number
+        """
+        removed = state["queues"][machine - 1]
+        state["history"] = [j for j in state["history"] if j not in removed]
+        state["queues"][machine - 1] = []
+        return {"machine": machine, "removed_jobs": list(removed), **self._view(p, state)}
+
+    @clock
+    def start_run(self, p: SchedulingParams, state: State) -> Observation:
+        """start every machine on its queue; this ends the episode"""
+        return self._end(p, state, started=True)
+
+    @clock
+    def finish(self, p: SchedulingParams, state: State) -> Observation:
+        """stop now; the current queues stand"""
+        return self._end(p, state)
 
     def utility(self, params: SchedulingParams, state: dict[str, Any]) -> float:
         return -schedule_cost(params, state["queues"], self._unassigned(params, state))
@@ -383,26 +384,20 @@ class Scheduling(Mechanism[SchedulingParams]):
         """The total work first (it scales the posted estimates of the jobs not probed), then each job, the
         largest posted estimate first (a multiplicative error is largest there)."""
         p = params
-        order = sorted(range(1, p.jobs + 1), key=lambda j: (-p.sticker_processing_times[j - 1], j))
-        return [Action(op="probe_total_work"), *(Action(op="probe_job", args={"job": j}) for j in order)]
+        return probe_plan(sorted(range(1, p.jobs + 1), key=lambda j: (-p.sticker_processing_times[j - 1], j)))
 
     def believed(self, params: SchedulingParams, probed: list[Action]) -> SchedulingParams:
         """Probed jobs are true; a job not probed has the mean weight of the probed jobs (5 when none is) and its
         posted estimate, scaled so that the estimates not probed add up to the work not yet accounted for when
         the total work was probed."""
         p = params
-        known = sorted({a.args["job"] for a in probed if a.op == "probe_job"})
-        rest = [j for j in range(1, p.jobs + 1) if j not in known]
-        weight = float(np.mean([p.weights[j - 1] for j in known])) if known else 5.0
+        seen = survey(p, probed)
         scale = 1.0
-        if rest and any(a.op == "probe_total_work" for a in probed):
-            left = p.total_work - sum(p.processing_times[j - 1] for j in known)
-            scale = max(left, 1e-6) / sum(p.sticker_processing_times[j - 1] for j in rest)
-        times = [p.processing_times[j - 1] if j in known else p.sticker_processing_times[j - 1] * scale
-                 for j in range(1, p.jobs + 1)]
-        weights = [p.weights[j - 1] if j in known else weight for j in range(1, p.jobs + 1)]
-        return SchedulingParams(processing_times=times, weights=weights, machines=p.machines,
-                                sticker_processing_times=list(p.sticker_processing_times))
+        if seen.left is not None:
+            scale = max(seen.left, 1e-6) / sum(p.sticker_processing_times[j - 1] for j in seen.rest)
+        times = seen.pick(p.processing_times, [t * scale for t in p.sticker_processing_times])
+        return SchedulingParams(processing_times=times, weights=seen.pick(p.weights, [seen.weight] * p.jobs),
+                                machines=p.machines, sticker_processing_times=list(p.sticker_processing_times))
 
     def heuristic_actions(self, params: SchedulingParams) -> dict[str, list[Action]]:
         """smith_dealt_surveyed: time every job, then deal the jobs out to the machines in turn (1, 2, ..., m, 1,
@@ -412,18 +407,17 @@ class Scheduling(Mechanism[SchedulingParams]):
         the posted estimate with the mean timed weight elsewhere, each job to the least loaded machine."""
         p = params
         jobs = range(1, p.jobs + 1)
-        surveys = [Action(op="probe_job", args={"job": j}) for j in jobs]
-        smith = sorted(jobs, key=lambda j: (p.processing_times[j - 1] / p.weights[j - 1], j))
-        dealt = [smith[k::p.machines] for k in range(p.machines)]
+        surveys = job_probes(jobs)
+        order = smith(p, jobs)
+        dealt = [order[k::p.machines] for k in range(p.machines)]
         half = sorted(jobs, key=lambda j: (-p.sticker_processing_times[j - 1], j))[: (p.jobs + 1) // 2]
         weight = float(np.mean([p.weights[j - 1] for j in half]))
-        times = [p.processing_times[j - 1] if j in half else p.sticker_processing_times[j - 1] for j in jobs]
-        weights = [p.weights[j - 1] if j in half else weight for j in jobs]
-        start = [Action(op="probe_job", args={"job": j}) for j in half]
+        times = pick(half, p.processing_times, p.sticker_processing_times)
+        weights = pick(half, p.weights, [weight] * p.jobs)
         return {
             "smith_dealt_surveyed": [*surveys, *queue_actions(dealt)],
             "spt_surveyed": [*surveys, *queue_actions(list_schedule(p.machines, p.processing_times, [1.0] * p.jobs))],
-            "wspt_half_surveyed": [*start, *queue_actions(list_schedule(p.machines, times, weights))],
+            "wspt_half_surveyed": [*job_probes(half), *queue_actions(list_schedule(p.machines, times, weights))],
         }
 
     def secret_numbers(self, params: SchedulingParams) -> list[float]:
@@ -433,10 +427,6 @@ class Scheduling(Mechanism[SchedulingParams]):
     def public_numbers(self, params: SchedulingParams) -> list[float]:
         p = params
         return [0, p.jobs, p.machines, *range(1, max(p.jobs, p.machines) + 1)]  # 0: the time the machines start
-
-    def probe_allowance(self, params: SchedulingParams) -> int:
-        """Every probe: each job once and the total work (the tiers grant a share of it)."""
-        return params.jobs + 1
 
 
 def list_schedule(machines: int, times: list[float], weights: list[float]) -> list[list[int]]:
