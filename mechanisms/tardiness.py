@@ -31,17 +31,30 @@ size) with numpy, 2^n n work. Checked against enumeration of every permutation i
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, Tier, require_int, require_int_list
+from mechanisms._jobs import (
+    Job,
+    JobFamily,
+    JobNumbers,
+    Jobs,
+    job_probes,
+    probe_plan,
+    probe_total_work,
+    smith,
+    survey,
+    undo_last,
+)
+from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
+from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
+from mechanisms.params import finite, non_negative, one_entry_each, positive, stickers_default_to_truth
 from mechanisms.registry import register
-from schemas.envspec import Action, ArgSpec, OperationSpec
+from schemas.envspec import Action
 
 MAX_JOBS = 18  # the subset DP touches 2^n n (set, last job) pairs: about 4.7 million at 18 jobs (0.1 s)
 DUE_DATE_RANGE = 0.6
@@ -49,52 +62,27 @@ STICKER_REDRAWS = 24  # the sampler redraws posted due dates that would make the
 NEAR_OPTIMAL = 0.97  # ... that is, a default position (u0 - u_idle) / (u* - u_idle) above this
 
 
-class TardinessParams(BaseModel):
+class TardinessParams(JobNumbers, BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     processing_times: list[float] = Field(min_length=1, max_length=MAX_JOBS)
     due_dates: list[float]
     weights: list[float]
     sticker_due_dates: list[float]
 
-    @model_validator(mode="before")
-    @classmethod
-    def _default_sticker(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "sticker_due_dates" not in data and "due_dates" in data:
-            data = {**data, "sticker_due_dates": data["due_dates"]}
-        return data
+    _default_sticker = stickers_default_to_truth(sticker_due_dates="due_dates")
 
     @model_validator(mode="after")
     def _shapes(self) -> TardinessParams:
         n = len(self.processing_times)
         for name in ("due_dates", "weights", "sticker_due_dates"):
-            if len(getattr(self, name)) != n:
-                raise ValueError(f"{name} must have one entry per job ({n}), got {len(getattr(self, name))}")
+            one_entry_each(name, getattr(self, name), n, "job")
         for name in ("processing_times", "due_dates", "weights", "sticker_due_dates"):
-            if not all(math.isfinite(x) for x in getattr(self, name)):
-                raise ValueError(f"{name} must be finite numbers")
+            finite(name, getattr(self, name))
         for name in ("processing_times", "weights"):
-            if min(getattr(self, name)) <= 0:
-                raise ValueError(f"{name} must be positive")
+            positive(name, getattr(self, name))
         for name in ("due_dates", "sticker_due_dates"):
-            if min(getattr(self, name)) < 0:
-                raise ValueError(f"{name} must be non-negative")
+            non_negative(name, getattr(self, name))
         return self
-
-    @property
-    def jobs(self) -> int:
-        return len(self.processing_times)
-
-    @property
-    def total_work(self) -> float:
-        return float(sum(self.processing_times))
-
-
-def _require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
-    """``require_int`` that also refuses NaN and infinities with an ActionError."""
-    value = args.get(name)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ActionError(f"argument {name!r} must be an integer, got {value!r}")
-    return require_int(args, name, low, high)
 
 
 def sequence_cost(p: TardinessParams, sequence: list[int], unscheduled: list[int]) -> float:
@@ -149,7 +137,10 @@ def optimal_sequence(p: TardinessParams) -> tuple[list[int], float]:
     return sequence, float(best[(1 << n) - 1])
 
 
-class Tardiness(Mechanism[TardinessParams]):
+Position = Annotated[int, Between(1, "jobs")]  # a place in the sequence, 1 = first
+
+
+class Tardiness(JobFamily, Mechanism[TardinessParams]):
     id = "tardiness"
     version = 2
     group = "far_ood_probe"
@@ -215,35 +206,6 @@ class Tardiness(Mechanism[TardinessParams]):
         order = sorted(range(p.jobs), key=lambda j: (p.sticker_due_dates[j], j))
         return [Action(op="schedule_jobs", args={"jobs": [j + 1 for j in order]}), Action(op="release_sequence")]
 
-    def operations(self, params: TardinessParams) -> list[OperationSpec]:
-        n = params.jobs
-        job = {"job": ArgSpec(type="integer", description="job number", minimum=1, maximum=n)}
-        jobs = {"jobs": ArgSpec(type="array", items="integer", description="job numbers in the order to run them",
-                                minimum=1, maximum=n, max_items=n)}
-        position = {"position": ArgSpec(type="integer", description="position in the sequence, 1 = first",
-                                        minimum=1, maximum=n)}
-        return [
-            OperationSpec(name="probe_job", kind="probe",
-                          summary="true processing time, due date and weight of one job", args=job),
-            OperationSpec(name="probe_total_work", kind="probe", summary="true total processing time of all jobs"),
-            OperationSpec(name="read_posted_due_date", kind="info", summary="the posted due date of one job",
-                          args=job, decoy=True, estimates="due_date"),
-            OperationSpec(name="list_jobs", kind="info", summary="the job numbers and the jobs not yet sequenced"),
-            OperationSpec(name="view_sequence", kind="info", summary="the current sequence of jobs"),
-            OperationSpec(name="schedule_jobs", kind="decision",
-                          summary="append one or more jobs, in the order given, to the end of the sequence", args=jobs),
-            OperationSpec(name="insert_job", kind="decision",
-                          summary="insert one job at a position of the sequence (later jobs move back)",
-                          args={**job, **position}),
-            OperationSpec(name="undo_last", kind="decision", summary="take back the most recently added job"),
-            OperationSpec(name="remove_job", kind="decision",
-                          summary="take one job out of the sequence (later jobs move up)", args=job),
-            OperationSpec(name="clear_sequence", kind="decision", summary="empty the sequence"),
-            OperationSpec(name="release_sequence", kind="clock",
-                          summary="release the sequence to the machine; this ends the episode"),
-            OperationSpec(name="finish", kind="clock", summary="stop now; the current sequence stands"),
-        ]
-
     def initial_state(self, params: TardinessParams) -> dict[str, Any]:
         return {"sequence": [], "history": [], "released": False, "finished": False}
 
@@ -264,63 +226,104 @@ class Tardiness(Mechanism[TardinessParams]):
         return {**self._view(p, state), "late_jobs": late,
                 "total_weighted_tardiness": round(-self.utility(p, state), 6)}
 
-    def apply(self, params: TardinessParams, state: dict[str, Any], action: Action) -> dict[str, Any]:
-        p, op, args = params, action.op, action.args
-        if op == "probe_job":
-            j = _require_int(args, "job", 1, p.jobs)
-            return {"job": j, "processing_time": p.processing_times[j - 1], "due_date": p.due_dates[j - 1],
-                    "weight": p.weights[j - 1]}
-        if op == "probe_total_work":
-            return {"total_processing_time": p.total_work}
-        if op == "read_posted_due_date":
-            j = _require_int(args, "job", 1, p.jobs)
-            return {"job": j, "posted_due_date": p.sticker_due_dates[j - 1]}
-        if op == "list_jobs":
-            return {"jobs": list(range(1, p.jobs + 1)), "unscheduled_jobs": self._unscheduled(p, state)}
-        if op == "view_sequence":
-            return self._view(p, state)
-        if op == "schedule_jobs":
-            chosen = require_int_list(args, "jobs", 1, p.jobs)
-            placed = [j for j in chosen if j in state["sequence"]]
-            if placed:
-                raise ActionError(f"job {placed[0]} is already at position {state['sequence'].index(placed[0]) + 1}")
-            state["sequence"].extend(chosen)
-            state["history"].extend(chosen)
-            return {"appended": list(chosen), **self._view(p, state)}
-        if op == "insert_job":
-            j = _require_int(args, "job", 1, p.jobs)
-            k = _require_int(args, "position", 1, p.jobs)
-            if j in state["sequence"]:
-                raise ActionError(f"job {j} is already at position {state['sequence'].index(j) + 1}")
-            if k > len(state["sequence"]) + 1:
-                raise ActionError(f"position {k} is beyond the end of the sequence "
-                                  f"({len(state['sequence'])} jobs so far)")
-            state["sequence"].insert(k - 1, j)
-            state["history"].append(j)
-            return {"inserted": j, "position": k, **self._view(p, state)}
-        if op == "undo_last":
-            if not state["history"]:
-                raise ActionError("there is no added job to undo")
-            j = state["history"].pop()
-            state["sequence"].remove(j)
-            return {"undone": j, **self._view(p, state)}
-        if op == "remove_job":
-            j = _require_int(args, "job", 1, p.jobs)
-            if j not in state["sequence"]:
-                raise ActionError(f"job {j} is not in the sequence")
-            state["sequence"].remove(j)
-            state["history"].remove(j)
-            return {"removed": j, **self._view(p, state)}
-        if op == "clear_sequence":
-            state.update(sequence=[], history=[])
-            return self._view(p, state)
-        if op == "release_sequence":
-            state.update(released=True, finished=True)
-            return {**self._ledger(p, state), "finished": True}
-        if op == "finish":
-            state["finished"] = True
-            return {**self._ledger(p, state), "finished": True}
-        raise ActionError(f"unknown operation {op!r}")
+    def _take_out(self, state: State, job: int) -> dict[str, Any]:
+        state["sequence"].remove(job)
+        return {}
+
+    @staticmethod
+    def _not_placed(state: State, job: int) -> None:
+        if job in state["sequence"]:
+            raise ActionError(f"job {job} is already at position {state['sequence'].index(job) + 1}")
+
+    # --- operations -------------------------------------------------------------------------
+    @probe
+    def probe_job(self, p: TardinessParams, state: State, job: Job) -> Observation:
+        """true processing time, due date and weight of one job
+
+        Args:
+            job: job number
+        """
+        return {"job": job, "processing_time": p.processing_times[job - 1], "due_date": p.due_dates[job - 1],
+                "weight": p.weights[job - 1]}
+
+    probe_total_work = probe_total_work  # the same probe as scheduling's (mechanisms._jobs)
+
+    @info(decoy=True, estimates="due_date")
+    def read_posted_due_date(self, p: TardinessParams, state: State, job: Job) -> Observation:
+        """the posted due date of one job
+
+        Args:
+            job: job number
+        """
+        return {"job": job, "posted_due_date": p.sticker_due_dates[job - 1]}
+
+    @info
+    def list_jobs(self, p: TardinessParams, state: State) -> Observation:
+        """the job numbers and the jobs not yet sequenced"""
+        return {"jobs": list(range(1, p.jobs + 1)), "unscheduled_jobs": self._unscheduled(p, state)}
+
+    @info
+    def view_sequence(self, p: TardinessParams, state: State) -> Observation:
+        """the current sequence of jobs"""
+        return self._view(p, state)
+
+    @decision
+    def schedule_jobs(self, p: TardinessParams, state: State, jobs: Jobs) -> Observation:
+        """append one or more jobs, in the order given, to the end of the sequence
+
+        Args:
+            jobs: job numbers in the order to run them
+        """
+        for j in jobs:
+            self._not_placed(state, j)
+        state["sequence"].extend(jobs)
+        state["history"].extend(jobs)
+        return {"appended": list(jobs), **self._view(p, state)}
+
+    @decision
+    def insert_job(self, p: TardinessParams, state: State, job: Job, position: Position) -> Observation:
+        """insert one job at a position of the sequence (later jobs move back)
+
+        Args:
+            job: job number
+            position: position in the sequence, 1 = first
+        """
+        self._not_placed(state, job)
+        if position > len(state["sequence"]) + 1:
+            raise ActionError(f"position {position} is beyond the end of the sequence "
+                              f"({len(state['sequence'])} jobs so far)")
+        state["sequence"].insert(position - 1, job)
+        state["history"].append(job)
+        return {"inserted": job, "position": position, **self._view(p, state)}
+
+    undo_last = undo_last  # the same as scheduling's (mechanisms._jobs)
+
+    @decision
+    def remove_job(self, p: TardinessParams, state: State, job: Job) -> Observation:
+        """take one job out of the sequence (later jobs move up)
+
+        Args:
+            job: job number
+        """
+        if job not in state["sequence"]:
+            raise ActionError(f"job {job} is not in the sequence")
+        return self._removed(p, state, job)
+
+    @decision
+    def clear_sequence(self, p: TardinessParams, state: State) -> Observation:
+        """empty the sequence"""
+        state.update(sequence=[], history=[])
+        return self._view(p, state)
+
+    @clock
+    def release_sequence(self, p: TardinessParams, state: State) -> Observation:
+        """release the sequence to the machine; this ends the episode"""
+        return self._end(p, state, released=True)
+
+    @clock
+    def finish(self, p: TardinessParams, state: State) -> Observation:
+        """stop now; the current sequence stands"""
+        return self._end(p, state)
 
     def utility(self, params: TardinessParams, state: dict[str, Any]) -> float:
         return -sequence_cost(params, state["sequence"], self._unscheduled(params, state))
@@ -360,27 +363,21 @@ class Tardiness(Mechanism[TardinessParams]):
         """The total work first (it fixes the mean processing time of the jobs not probed), then each job, the
         earliest posted due date first."""
         p = params
-        order = sorted(range(1, p.jobs + 1), key=lambda j: (p.sticker_due_dates[j - 1], j))
-        return [Action(op="probe_total_work"), *(Action(op="probe_job", args={"job": j}) for j in order)]
+        return probe_plan(sorted(range(1, p.jobs + 1), key=lambda j: (p.sticker_due_dates[j - 1], j)))
 
     def believed(self, params: TardinessParams, probed: list[Action]) -> TardinessParams:
         """Probed jobs are true; a job not probed has its posted due date, the mean weight of the probed jobs (5
         when none is) and an equal share of the work not yet accounted for (the total work when probed, else the
         mean processing time of the probed jobs, 10 when none is)."""
         p = params
-        known = sorted({a.args["job"] for a in probed if a.op == "probe_job"})
-        rest = [j for j in range(1, p.jobs + 1) if j not in known]
-        weight = float(np.mean([p.weights[j - 1] for j in known])) if known else 5.0
-        processing = float(np.mean([p.processing_times[j - 1] for j in known])) if known else 10.0
-        if rest and any(a.op == "probe_total_work" for a in probed):
-            processing = max(1e-6, (p.total_work - sum(p.processing_times[j - 1] for j in known)) / len(rest))
-
-        def pick(truth: list[float], guess: list[float]) -> list[float]:
-            return [truth[j - 1] if j in known else guess[j - 1] for j in range(1, p.jobs + 1)]
-
-        return TardinessParams(processing_times=pick(p.processing_times, [processing] * p.jobs),
-                               due_dates=pick(p.due_dates, p.sticker_due_dates),
-                               weights=pick(p.weights, [weight] * p.jobs), sticker_due_dates=list(p.sticker_due_dates))
+        seen = survey(p, probed)
+        processing = float(np.mean([p.processing_times[j - 1] for j in seen.known])) if seen.known else 10.0
+        if seen.left is not None:
+            processing = max(1e-6, seen.left / len(seen.rest))
+        return TardinessParams(processing_times=seen.pick(p.processing_times, [processing] * p.jobs),
+                               due_dates=seen.pick(p.due_dates, p.sticker_due_dates),
+                               weights=seen.pick(p.weights, [seen.weight] * p.jobs),
+                               sticker_due_dates=list(p.sticker_due_dates))
 
     def heuristic_actions(self, params: TardinessParams) -> dict[str, list[Action]]:
         """edd_surveyed: survey every job, then earliest true due date first. wspt_surveyed: survey every job, then
@@ -390,22 +387,20 @@ class Tardiness(Mechanism[TardinessParams]):
         posted due date."""
         p = params
         jobs = range(1, p.jobs + 1)
-        surveys = [Action(op="probe_job", args={"job": j}) for j in jobs]
+        surveys = job_probes(jobs)
         by_posted = sorted(jobs, key=lambda j: (p.sticker_due_dates[j - 1], j))
         most = by_posted[: (2 * p.jobs + 2) // 3]
         known = set(most)
         edd = sorted(jobs, key=lambda j: (p.due_dates[j - 1], j))
-        wspt = sorted(jobs, key=lambda j: (p.processing_times[j - 1] / p.weights[j - 1], j))
         edd_most = sorted(jobs, key=lambda j: (p.due_dates[j - 1] if j in known else p.sticker_due_dates[j - 1], j))
-        wspt_most = [*sorted(most, key=lambda j: (p.processing_times[j - 1] / p.weights[j - 1], j)),
-                     *(j for j in by_posted if j not in known)]
-        most_surveys = [Action(op="probe_job", args={"job": j}) for j in most]
+        wspt_most = [*smith(p, most), *(j for j in by_posted if j not in known)]
+        most_surveys = job_probes(most)
         release = Action(op="release_sequence")
 
         def plan(order: list[int]) -> list[Action]:
             return [Action(op="schedule_jobs", args={"jobs": list(order)}), release]
 
-        return {"edd_surveyed": [*surveys, *plan(edd)], "wspt_surveyed": [*surveys, *plan(wspt)],
+        return {"edd_surveyed": [*surveys, *plan(edd)], "wspt_surveyed": [*surveys, *plan(smith(p, jobs))],
                 "edd_most_surveyed": [*most_surveys, *plan(edd_most)],
                 "wspt_most_surveyed": [*most_surveys, *plan(wspt_most)]}
 
@@ -415,10 +410,6 @@ class Tardiness(Mechanism[TardinessParams]):
 
     def public_numbers(self, params: TardinessParams) -> list[float]:
         return [0, params.jobs, *range(1, params.jobs + 1)]  # 0: the time the machine starts
-
-    def probe_allowance(self, params: TardinessParams) -> int:
-        """Every probe: each job once and the total work (the tiers grant a share of it)."""
-        return params.jobs + 1
 
 
 register(Tardiness())

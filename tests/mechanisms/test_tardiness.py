@@ -55,14 +55,6 @@ def _branch_and_bound(p: TardinessParams) -> float:
     return -best[0]
 
 
-def test_same_seed_gives_the_same_params_and_the_data_form_round_trips():
-    for i in range(5):
-        a, b = _sample(i), _sample(i)
-        assert a == b and a.model_dump() == b.model_dump()
-        assert M.params_from_data(json.loads(json.dumps(a.model_dump()))) == a
-    assert _sample(0) != _sample(1)
-
-
 def test_contract_shape():
     p = _sample(0)
     ops = M.operations(p)
@@ -259,6 +251,8 @@ def test_facts_state_the_whole_instance_the_left_out_charge_and_the_hidden_mode_
 
 
 def test_a_thousand_random_actions_raise_nothing_but_action_error():
+    """Random calls with valid job lists too: the bulk decision on partial states, which the conformance
+    suite's random agent (it sends no valid list) never reaches."""
     rng = np.random.default_rng(3)
     p = _sample(5, 7, 3)
     ops = M.operations(p)
