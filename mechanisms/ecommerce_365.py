@@ -432,12 +432,15 @@ def _replay(p: EcommerceParams, actions: list[Action], mechanism: Mechanism) -> 
 
 # --- operations: argument types and the steps they share ------------------------------------------------
 
-Product = Annotated[int, Between(1, "products")]  # a product number, 1..P
+Product = Annotated[int, Between(1, "products"), "product number"]  # a product number, 1..P
 Day = Annotated[int, Between(1, "horizon")]  # a day number, 1..T
 # a plan: one entry per day from today (at most T, repeats allowed)
-PricePlan = Annotated[list[int], Between(1, "price_levels", max_items="horizon", distinct=False)]
-AdPlan = Annotated[list[int], Between(1, "ad_levels", max_items="horizon", distinct=False)]
-OrderPlan = Annotated[list[int], Between(0, "max_order", max_items="horizon", distinct=False)]
+PricePlan = Annotated[list[int], Between(1, "price_levels", max_items="horizon", distinct=False),
+                      "price level per day from today"]
+AdPlan = Annotated[list[int], Between(1, "ad_levels", max_items="horizon", distinct=False),
+                   "advertising level per day from today"]
+OrderPlan = Annotated[list[int], Between(0, "max_order", max_items="horizon", distinct=False),
+                      "units to order per day from today (0: none)"]
 
 
 def _running(state: dict[str, Any]) -> None:
@@ -669,7 +672,6 @@ class Ecommerce365(Mechanism[EcommerceParams]):
         """the base demand of one product on a range of days
 
         Args:
-            product: product number
             first_day: first day of the range
             last_day: last day of the range (at most {MAX_RANGE} days)
         """
@@ -682,31 +684,19 @@ class Ecommerce365(Mechanism[EcommerceParams]):
 
     @probe
     def probe_costs(self, p: EcommerceParams, state: State, product: Product) -> Observation:
-        """unit cost, fixed cost per order and holding cost per unit and day of one product
-
-        Args:
-            product: product number
-        """
+        """unit cost, fixed cost per order and holding cost per unit and day of one product"""
         i = product - 1
         return {"product": product, "unit_cost": p.unit_cost[i], "fixed_cost_per_order": p.fixed_cost[i],
                 "holding_cost_per_unit_per_day": p.holding_cost[i]}
 
     @probe
     def probe_lead_time(self, p: EcommerceParams, state: State, product: Product) -> Observation:
-        """days from ordering one product to arrival
-
-        Args:
-            product: product number
-        """
+        """days from ordering one product to arrival"""
         return {"product": product, "lead_time_days": p.lead_time[product - 1]}
 
     @probe
     def probe_price_response(self, p: EcommerceParams, state: State, product: Product) -> Observation:
-        """the price and demand multiplier of every price level of one product
-
-        Args:
-            product: product number
-        """
+        """the price and demand multiplier of every price level of one product"""
         i = product - 1
         return {"product": product, "levels": [{"level": k + 1, "price": p.prices[i][k],
                                                 "demand_percent": p.price_response[i][k]}
@@ -715,11 +705,7 @@ class Ecommerce365(Mechanism[EcommerceParams]):
 
     @probe
     def probe_ad_response(self, p: EcommerceParams, state: State, product: Product) -> Observation:
-        """the daily cost and demand multiplier of every advertising level of one product
-
-        Args:
-            product: product number
-        """
+        """the daily cost and demand multiplier of every advertising level of one product"""
         i = product - 1
         return {"product": product, "levels": [{"level": k + 1, "cost_per_day": p.ad_costs[i][k],
                                                 "demand_percent": p.ad_response[i][k]}
@@ -736,7 +722,6 @@ class Ecommerce365(Mechanism[EcommerceParams]):
         """the posted demand forecast of one product on {MAX_RANGE} days from a first day
 
         Args:
-            product: product number
             first_day: first day of the range
         """
         # one argument less than the probe: every call of it is valid
@@ -765,7 +750,6 @@ class Ecommerce365(Mechanism[EcommerceParams]):
         """set the price level of one product
 
         Args:
-            product: product number
             level: price level (1 is the cheapest)
         """
         _running(state)
@@ -778,7 +762,6 @@ class Ecommerce365(Mechanism[EcommerceParams]):
         """set the advertising level of one product
 
         Args:
-            product: product number
             level: advertising level (1 is off)
         """
         _running(state)
@@ -791,7 +774,6 @@ class Ecommerce365(Mechanism[EcommerceParams]):
         """add units to today's order of one product
 
         Args:
-            product: product number
             quantity: units
         """
         _running(state)
@@ -807,11 +789,7 @@ class Ecommerce365(Mechanism[EcommerceParams]):
 
     @decision
     def cancel_order(self, p: EcommerceParams, state: State, product: Product) -> Observation:
-        """cancel today's pending order of one product
-
-        Args:
-            product: product number
-        """
+        """cancel today's pending order of one product"""
         _running(state)
         if state["pending"][product - 1] == 0:
             raise ActionError(f"there is no pending order of product {product} today")
@@ -820,32 +798,17 @@ class Ecommerce365(Mechanism[EcommerceParams]):
 
     @decision
     def plan_prices(self, p: EcommerceParams, state: State, product: Product, levels: PricePlan) -> Observation:
-        """set the price level of one product for today and the days after, one per day
-
-        Args:
-            product: product number
-            levels: price level per day from today
-        """
+        """set the price level of one product for today and the days after, one per day"""
         return _plan(p, state, product - 1, "price", levels)
 
     @decision
     def plan_ads(self, p: EcommerceParams, state: State, product: Product, levels: AdPlan) -> Observation:
-        """set the advertising level of one product for today and the days after
-
-        Args:
-            product: product number
-            levels: advertising level per day from today
-        """
+        """set the advertising level of one product for today and the days after"""
         return _plan(p, state, product - 1, "ads", levels)
 
     @decision
     def plan_orders(self, p: EcommerceParams, state: State, product: Product, quantities: OrderPlan) -> Observation:
-        """the orders of one product for today and the days after, one per day
-
-        Args:
-            product: product number
-            quantities: units to order per day from today (0: none)
-        """
+        """the orders of one product for today and the days after, one per day"""
         return _plan(p, state, product - 1, "orders", quantities)
 
     @clock

@@ -119,10 +119,12 @@ def _plan_cost(p: FacilityParams, open_sites: list[int], assignment: list[int | 
     return total
 
 
-Site = Annotated[int, Between(1, "sites")]  # a site number, 1..m
-Sites = Annotated[list[int], Between(1, "sites", max_items="sites")]  # distinct site numbers
-Customer = Annotated[int, Between(1, "customers")]  # a customer number, 1..n
-Customers = Annotated[list[int], Between(1, "customers", max_items="customers")]  # distinct customer numbers
+Site = Annotated[int, Between(1, "sites"), "site number"]  # a site number, 1..m
+Sites = Annotated[list[int], Between(1, "sites", max_items="sites"), "site numbers"]  # distinct site numbers
+Customer = Annotated[int, Between(1, "customers"), "customer number"]  # a customer number, 1..n
+# distinct customer numbers
+Customers = Annotated[list[int], Between(1, "customers", max_items="customers"),
+                      "customer numbers"]
 
 
 def _by_site(p: FacilityParams, rates: list[list[float]], customer: int) -> dict[str, float]:
@@ -230,38 +232,22 @@ class FacilityLocation(Mechanism[FacilityParams]):
     # --- operations -------------------------------------------------------------------------
     @probe
     def probe_opening_cost(self, p: FacilityParams, state: State, site: Site) -> Observation:
-        """the true cost of opening one site
-
-        Args:
-            site: site number
-        """
+        """the true cost of opening one site"""
         return {"site": site, "opening_cost": p.open_cost[site - 1]}
 
     @probe
     def probe_service_costs(self, p: FacilityParams, state: State, customer: Customer) -> Observation:
-        """the true cost per unit of serving one customer from every site
-
-        Args:
-            customer: customer number
-        """
+        """the true cost per unit of serving one customer from every site"""
         return {"customer": customer, "cost_per_unit_from": _by_site(p, p.service_cost, customer)}
 
     @info(decoy=True, estimates="opening_cost")
     def read_posted_opening_cost(self, p: FacilityParams, state: State, site: Site) -> Observation:
-        """the posted opening quote of one site
-
-        Args:
-            site: site number
-        """
+        """the posted opening quote of one site"""
         return {"site": site, "posted_opening_cost": p.posted_open_cost[site - 1]}
 
     @info(decoy=True, estimates="cost_per_unit_from")
     def read_posted_rates(self, p: FacilityParams, state: State, customer: Customer) -> Observation:
-        """the posted rate per unit of serving one customer from every site
-
-        Args:
-            customer: customer number
-        """
+        """the posted rate per unit of serving one customer from every site"""
         return {"customer": customer, "posted_rate_per_unit_from": _by_site(p, p.posted_service_cost, customer)}
 
     @info
@@ -288,11 +274,7 @@ class FacilityLocation(Mechanism[FacilityParams]):
 
     @decision
     def open_sites(self, p: FacilityParams, state: State, sites: Sites) -> Observation:
-        """open one or more sites
-
-        Args:
-            sites: site numbers
-        """
+        """open one or more sites"""
         already = [i for i in sites if i in state["open"]]
         if already:
             raise ActionError(f"site {already[0]} is already open")
@@ -301,11 +283,7 @@ class FacilityLocation(Mechanism[FacilityParams]):
 
     @decision
     def close_site(self, p: FacilityParams, state: State, site: Site) -> Observation:
-        """close one open site; its customers become unserved
-
-        Args:
-            site: site number
-        """
+        """close one open site; its customers become unserved"""
         if site not in state["open"]:
             raise ActionError(f"site {site} is not open")
         state["open"] = [k for k in state["open"] if k != site]
@@ -315,12 +293,7 @@ class FacilityLocation(Mechanism[FacilityParams]):
 
     @decision
     def serve_customers(self, p: FacilityParams, state: State, customers: Customers, site: Site) -> Observation:
-        """serve one or more customers from an open site (moves those served elsewhere)
-
-        Args:
-            customers: customer numbers
-            site: site number
-        """
+        """serve one or more customers from an open site (moves those served elsewhere)"""
         if site not in state["open"]:
             raise ActionError(f"site {site} is not open; open it first")
         for j in customers:
@@ -329,11 +302,7 @@ class FacilityLocation(Mechanism[FacilityParams]):
 
     @decision
     def unassign_customer(self, p: FacilityParams, state: State, customer: Customer) -> Observation:
-        """leave one customer unserved
-
-        Args:
-            customer: customer number
-        """
+        """leave one customer unserved"""
         if state["assignment"][customer - 1] is None:
             raise ActionError(f"customer {customer} is not served")
         state["assignment"][customer - 1] = None

@@ -118,9 +118,10 @@ def _bellman(p: InventoryParams) -> tuple[list[np.ndarray], np.ndarray, int]:
     return decisions, value_next, offset
 
 
-Period = Annotated[int, Between(1, "horizon")]  # a period number, 1..T
+Period = Annotated[int, Between(1, "horizon"), "period number"]  # a period number, 1..T
 # a bulk close: one order per period from the current one, each 0..max_order, at most T of them
-Orders = Annotated[list[int], Between(0, "max_order", max_items="horizon", distinct=False)]
+Orders = Annotated[list[int], Between(0, "max_order", max_items="horizon", distinct=False),
+                   "units to order in each period to close, in order (0: none)"]
 
 
 def _running(state: dict[str, Any]) -> None:
@@ -203,11 +204,7 @@ class InventoryDP(Mechanism[InventoryParams]):
 
     @probe
     def probe_demand(self, p: InventoryParams, state: State, period: Period) -> Observation:
-        """true demand of one period
-
-        Args:
-            period: period number
-        """
+        """true demand of one period"""
         return {"period": period, "demand": p.demand[period - 1]}
 
     @probe
@@ -240,11 +237,7 @@ class InventoryDP(Mechanism[InventoryParams]):
 
     @info(decoy=True, estimates="demand")
     def read_forecast(self, p: InventoryParams, state: State, period: Period) -> Observation:
-        """the posted forecast of one period
-
-        Args:
-            period: period number
-        """
+        """the posted forecast of one period"""
         return {"period": period, "forecast": p.forecast[period - 1]}
 
     @info
@@ -291,11 +284,7 @@ class InventoryDP(Mechanism[InventoryParams]):
 
     @clock
     def close_periods(self, p: InventoryParams, state: State, orders: Orders) -> Observation:
-        """order and close several periods in a row, one order per period
-
-        Args:
-            orders: units to order in each period to close, in order (0: none)
-        """
+        """order and close several periods in a row, one order per period"""
         _running(state)
         left = p.horizon - state["period"]
         if len(orders) > left:

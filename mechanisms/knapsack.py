@@ -101,7 +101,7 @@ def _overflow(p: KnapsackParams, used: list[float], item: int) -> list[int]:
     return over
 
 
-Item = Annotated[int, Between(1, "items")]  # an item number, 1..n
+Item = Annotated[int, Between(1, "items"), "item number"]  # an item number, 1..n
 
 
 class Knapsack(Mechanism[KnapsackParams]):
@@ -192,20 +192,12 @@ class Knapsack(Mechanism[KnapsackParams]):
     # --- operations -------------------------------------------------------------------------
     @probe
     def probe_value(self, p: KnapsackParams, state: State, item: Item) -> Observation:
-        """true value of one item
-
-        Args:
-            item: item number
-        """
+        """true value of one item"""
         return {"item": item, "value": p.values[item - 1]}
 
     @probe
     def probe_weights(self, p: KnapsackParams, state: State, item: Item) -> Observation:
-        """how much one item uses of every capacity limit
-
-        Args:
-            item: item number
-        """
+        """how much one item uses of every capacity limit"""
         return {"item": item, "weights": {f"limit {i + 1}": p.weights[i][item - 1] for i in range(p.dimensions)}}
 
     @probe
@@ -215,11 +207,7 @@ class Knapsack(Mechanism[KnapsackParams]):
 
     @info(decoy=True, estimates="value")
     def read_rating(self, p: KnapsackParams, state: State, item: Item) -> Observation:
-        """the posted rating of one item
-
-        Args:
-            item: item number
-        """
+        """the posted rating of one item"""
         return {"item": item, "rating": p.sticker_values[item - 1]}
 
     @info
@@ -235,11 +223,7 @@ class Knapsack(Mechanism[KnapsackParams]):
 
     @decision
     def select_item(self, p: KnapsackParams, state: State, item: Item) -> Observation:
-        """add one item to the selection
-
-        Args:
-            item: item number
-        """
+        """add one item to the selection"""
         if item in state["selected"]:
             raise ActionError(f"item {item} is already selected")
         over = _overflow(p, _used(p, state["selected"]), item)
@@ -251,11 +235,7 @@ class Knapsack(Mechanism[KnapsackParams]):
 
     @decision
     def drop_item(self, p: KnapsackParams, state: State, item: Item) -> Observation:
-        """remove one item from the selection
-
-        Args:
-            item: item number
-        """
+        """remove one item from the selection"""
         if item not in state["selected"]:
             raise ActionError(f"item {item} is not selected")
         state["selected"] = [k for k in state["selected"] if k != item]

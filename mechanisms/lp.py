@@ -166,10 +166,14 @@ def _resource_names(p: LPParams) -> dict[int, str]:
     return names
 
 
-Period = Annotated[int, Between(1, "periods")]  # a period number, 1..periods
-Product = Annotated[int, Between(1, "n_products")]  # a product number, 1..products
-Quantity = Annotated[float, Between(0, _quantity_bound)]  # units of one product (no maximum where no row bounds it)
-Plan = Annotated[list[float], Between(0, _quantity_bound, max_items="n_products")]  # read by BulkPlanning.apply
+Period = Annotated[int, Between(1, "periods"), "period number"]  # a period number, 1..periods
+Product = Annotated[int, Between(1, "n_products"), "product number"]  # a product number, 1..products
+# units of one product (no maximum where no row bounds it)
+Quantity = Annotated[float, Between(0, _quantity_bound),
+                     "units to make this period"]
+# read by BulkPlanning.apply
+Plan = Annotated[list[float], Between(0, _quantity_bound, max_items="n_products"),
+                 "units of every product this period, in product order"]
 
 
 class LP(BulkPlanning[LPParams]):
@@ -340,22 +344,12 @@ class LP(BulkPlanning[LPParams]):
     # --- operations -------------------------------------------------------------------------
     @probe
     def probe_profit(self, p: LPParams, state: State, period: Period, product: Product) -> Observation:
-        """true profit per unit of one product in one period
-
-        Args:
-            period: period number
-            product: product number
-        """
+        """true profit per unit of one product in one period"""
         return {"period": period, "product": product, "profit": p.c[p.var(period, product)]}
 
     @probe
     def probe_usage(self, p: LPParams, state: State, period: Period, product: Product) -> Observation:
-        """how much of every resource one unit of a product uses in one period
-
-        Args:
-            period: period number
-            product: product number
-        """
+        """how much of every resource one unit of a product uses in one period"""
         j = p.var(period, product)
         names = _resource_names(p)
         return {"period": period, "product": product,
@@ -363,22 +357,14 @@ class LP(BulkPlanning[LPParams]):
 
     @probe
     def probe_resource_limits(self, p: LPParams, state: State, period: Period) -> Observation:
-        """the limit of every resource in one period
-
-        Args:
-            period: period number
-        """
+        """the limit of every resource in one period"""
         names = _resource_names(p)
         return {"period": period,
                 "limits": {names[r["row"]]: p.b_ub[r["row"]] for r in self._resources(p, period)}}
 
     @probe
     def probe_demand_caps(self, p: LPParams, state: State, period: Period) -> Observation:
-        """the most units of each product that can be sold in one period
-
-        Args:
-            period: period number
-        """
+        """the most units of each product that can be sold in one period"""
         caps: dict[str, float | None] = {}
         for k in range(1, p.n_products + 1):
             j = p.var(period, k)
@@ -388,12 +374,7 @@ class LP(BulkPlanning[LPParams]):
 
     @info(decoy=True, estimates="profit")
     def read_profit_sticker(self, p: LPParams, state: State, period: Period, product: Product) -> Observation:
-        """the posted profit per unit of one product in one period
-
-        Args:
-            period: period number
-            product: product number
-        """
+        """the posted profit per unit of one product in one period"""
         return {"period": period, "product": product, "posted": p.sticker_profit[p.var(period, product)]}
 
     @info
@@ -422,12 +403,7 @@ class LP(BulkPlanning[LPParams]):
 
     @decision
     def set_production(self, p: LPParams, state: State, product: Product, quantity: Quantity) -> Observation:
-        """set how many units of one product to make this period
-
-        Args:
-            product: product number
-            quantity: units to make this period
-        """
+        """set how many units of one product to make this period"""
         t = self._open_period(state)
         violated = _violations(p, state, product, quantity)
         if violated:
@@ -438,11 +414,7 @@ class LP(BulkPlanning[LPParams]):
 
     @decision
     def set_plan(self, p: LPParams, state: State, quantities: Plan) -> Observation:
-        """set the units of every product this period at once, each cut to what fits
-
-        Args:
-            quantities: units of every product this period, in product order
-        """
+        """set the units of every product this period at once, each cut to what fits"""
         t = self._open_period(state)
         bound = _quantity_bound(p)
         before = list(state["quantities"][t - 1])

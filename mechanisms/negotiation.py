@@ -123,8 +123,10 @@ def _net(p: NegotiationParams, value: float, rounds: int) -> float:
     return float(value) - p.round_cost * rounds
 
 
-Round = Annotated[int, Between(1, "deadline")]  # a round number, 1..T
-Price = Annotated[int, Between("price_low", "price_high")]  # an ask, checked against the grid's step in make_ask
+Round = Annotated[int, Between(1, "deadline"), "round number"]  # a round number, 1..T
+# an ask, checked against the grid's step in make_ask
+Price = Annotated[int, Between("price_low", "price_high"),
+                  "asking price on the price grid"]
 
 
 class Negotiation(Mechanism[NegotiationParams]):
@@ -273,11 +275,7 @@ class Negotiation(Mechanism[NegotiationParams]):
 
     @probe
     def probe_base_threshold(self, p: NegotiationParams, state: State, round: Round) -> Observation:
-        """the counterpart's base acceptance threshold in one round
-
-        Args:
-            round: round number
-        """
+        """the counterpart's base acceptance threshold in one round"""
         return {"round": round, "threshold": p.base_thresholds[round - 1]}
 
     @probe
@@ -297,11 +295,7 @@ class Negotiation(Mechanism[NegotiationParams]):
 
     @probe
     def probe_counteroffer(self, p: NegotiationParams, state: State, round: Round) -> Observation:
-        """the counterpart's counteroffer in one round
-
-        Args:
-            round: round number
-        """
+        """the counterpart's counteroffer in one round"""
         return {"round": round, "counteroffer": p.counteroffers[round - 1]}
 
     @info(decoy=True, estimates="reservation")
@@ -327,11 +321,7 @@ class Negotiation(Mechanism[NegotiationParams]):
 
     @decision
     def make_ask(self, p: NegotiationParams, state: State, price: Price) -> Observation:
-        """ask a price; this uses the round
-
-        Args:
-            price: asking price on the price grid
-        """
+        """ask a price; this uses the round"""
         if (price - p.price_low) % p.price_step:
             raise ActionError(f"asks must lie on the price grid: {p.price_low} plus a multiple of "
                               f"{p.price_step}, got {price}")

@@ -256,9 +256,11 @@ def _fitted(p: QPParams, wanted: list[float]) -> np.ndarray:
     return x
 
 
-Product = Annotated[int, Between(1, "n")]  # a product number, 1..n
-Quantity = Annotated[float, Between(0, _quantity_bound)]  # units of one product
-Plan = Annotated[list[float], Between(0, _quantity_bound, max_items="n")]  # read by BulkPlanning.apply
+Product = Annotated[int, Between(1, "n"), "product number"]  # a product number, 1..n
+Quantity = Annotated[float, Between(0, _quantity_bound), "units to make"]  # units of one product
+# read by BulkPlanning.apply
+Plan = Annotated[list[float], Between(0, _quantity_bound, max_items="n"),
+                 "units of every product, in product order"]
 
 
 class QP(BulkPlanning[QPParams]):
@@ -391,29 +393,17 @@ class QP(BulkPlanning[QPParams]):
     # --- operations -------------------------------------------------------------------------
     @probe
     def probe_margin(self, p: QPParams, state: State, product: Product) -> Observation:
-        """true profit of the first unit of one product
-
-        Args:
-            product: product number
-        """
+        """true profit of the first unit of one product"""
         return {"product": product, "margin": p.c[product - 1]}
 
     @probe
     def probe_curvature(self, p: QPParams, state: State, product: Product) -> Observation:
-        """how fast the margin of one product falls per unit of each product made
-
-        Args:
-            product: product number
-        """
+        """how fast the margin of one product falls per unit of each product made"""
         return {"product": product, "decline": {f"product {j + 1}": p.Q[product - 1][j] for j in range(p.n)}}
 
     @probe
     def probe_usage(self, p: QPParams, state: State, product: Product) -> Observation:
-        """how much of every resource one unit of a product uses
-
-        Args:
-            product: product number
-        """
+        """how much of every resource one unit of a product uses"""
         return {"product": product, "usage": {f"resource {i + 1}": p.A_ub[i][product - 1] for i in range(p.m)}}
 
     @probe
@@ -423,11 +413,7 @@ class QP(BulkPlanning[QPParams]):
 
     @info(decoy=True, estimates="margin")
     def read_posted_margin(self, p: QPParams, state: State, product: Product) -> Observation:
-        """the posted per-unit margin of one product
-
-        Args:
-            product: product number
-        """
+        """the posted per-unit margin of one product"""
         return {"product": product, "posted": p.sticker_margin[product - 1]}
 
     @info
@@ -449,12 +435,7 @@ class QP(BulkPlanning[QPParams]):
 
     @decision
     def set_quantity(self, p: QPParams, state: State, product: Product, quantity: Quantity) -> Observation:
-        """set how many units of one product to make
-
-        Args:
-            product: product number
-            quantity: units to make
-        """
+        """set how many units of one product to make"""
         x = np.asarray(state["quantities"], dtype=float)
         raised = quantity > x[product - 1]
         x[product - 1] = quantity
@@ -467,11 +448,7 @@ class QP(BulkPlanning[QPParams]):
 
     @decision
     def set_plan(self, p: QPParams, state: State, quantities: Plan) -> Observation:
-        """set the quantity of every product at once, each cut to what still fits
-
-        Args:
-            quantities: units of every product, in product order
-        """
+        """set the quantity of every product at once, each cut to what still fits"""
         x = _fitted(p, quantities)
         state["quantities"] = [float(v) for v in x]
         return {**self._plan(p, state), "cut": [k + 1 for k in range(p.n) if x[k] < quantities[k]]}

@@ -162,7 +162,7 @@ def _earliest_finish(p: TravelParams) -> tuple[np.ndarray, np.ndarray]:
     return finish, parent
 
 
-Place = Annotated[int, Between(1, "places")]  # a place number, 1..n
+Place = Annotated[int, Between(1, "places"), "place number"]  # a place number, 1..n
 
 
 class TravelPlanning(Mechanism[TravelParams]):
@@ -309,20 +309,12 @@ class TravelPlanning(Mechanism[TravelParams]):
     # --- operations -------------------------------------------------------------------------
     @probe
     def probe_enjoyment(self, p: TravelParams, state: State, place: Place) -> Observation:
-        """the true enjoyment of visiting one place
-
-        Args:
-            place: place number
-        """
+        """the true enjoyment of visiting one place"""
         return {"place": place, "enjoyment": p.enjoyment[place - 1]}
 
     @probe
     def probe_place_details(self, p: TravelParams, state: State, place: Place) -> Observation:
-        """the ticket price, visit duration and opening hours of one place
-
-        Args:
-            place: place number
-        """
+        """the ticket price, visit duration and opening hours of one place"""
         opens, closes = p.opening[place - 1]
         return {"place": place, "ticket price": p.prices[place - 1], "visit minutes": p.durations[place - 1],
                 "opens at": clock_text(opens), "closes at": clock_text(closes), "opens minute": opens,
@@ -347,11 +339,7 @@ class TravelPlanning(Mechanism[TravelParams]):
 
     @info(decoy=True, estimates="enjoyment")
     def read_guidebook(self, p: TravelParams, state: State, place: Place) -> Observation:
-        """the posted guidebook rating of one place
-
-        Args:
-            place: place number
-        """
+        """the posted guidebook rating of one place"""
         return {"place": place, "guidebook rating": p.guidebook_ratings[place - 1]}
 
     @info
@@ -366,11 +354,7 @@ class TravelPlanning(Mechanism[TravelParams]):
 
     @decision
     def visit(self, p: TravelParams, state: State, place: Place) -> Observation:
-        """travel to an unvisited place, wait for it to open if needed, visit and pay
-
-        Args:
-            place: place number
-        """
+        """travel to an unvisited place, wait for it to open if needed, visit and pay"""
         self._still_open(state)
         plan = self._plan_visit(p, state, place)
         if isinstance(plan, str):

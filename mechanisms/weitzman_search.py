@@ -172,8 +172,10 @@ def weitzman_expected_value(p: WeitzmanParams) -> float:
     return float(expected)
 
 
-Box = Annotated[int, Between(1, "boxes")]  # a box number, 1..n
-Boxes = Annotated[list[int], Between(1, "boxes", max_items="boxes")]  # distinct box numbers, in order
+Box = Annotated[int, Between(1, "boxes"), "number of the option"]  # a box number, 1..n
+# distinct box numbers, in order
+Boxes = Annotated[list[int], Between(1, "boxes", max_items="boxes"),
+                  "numbers of the options, in order"]
 
 
 class WeitzmanSearch(Mechanism[WeitzmanParams]):
@@ -289,20 +291,12 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
     # --- operations -------------------------------------------------------------------------
     @probe
     def probe_cost(self, p: WeitzmanParams, state: State, box: Box) -> Observation:
-        """the opening cost of one box
-
-        Args:
-            box: number of the option
-        """
+        """the opening cost of one box"""
         return {"box": box, "fee": p.costs[box - 1]}
 
     @probe
     def probe_prize_distribution(self, p: WeitzmanParams, state: State, box: Box) -> Observation:
-        """the possible prizes of one box and the probability of each
-
-        Args:
-            box: number of the option
-        """
+        """the possible prizes of one box and the probability of each"""
         values, probs = p.prize_values[box - 1], p.prize_probabilities[box - 1]
         return {"box": box, "values": list(values), "probabilities": list(probs),
                 "expected value": round(float(sum(v * q for v, q in zip(values, probs, strict=True))), 6)}
@@ -321,20 +315,12 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
 
     @probe
     def probe_draw(self, p: WeitzmanParams, state: State, box: Box) -> Observation:
-        """the prize one box would turn out to hold, without opening it
-
-        Args:
-            box: number of the option
-        """
+        """the prize one box would turn out to hold, without opening it"""
         return {"box": box, "value if investigated": p.prizes[box - 1]}
 
     @info(decoy=True, estimates="expected value")
     def read_posted_prize(self, p: WeitzmanParams, state: State, box: Box) -> Observation:
-        """the posted expected prize of one box
-
-        Args:
-            box: number of the option
-        """
+        """the posted expected prize of one box"""
         return {"box": box, "posted expected value": p.posted_prizes[box - 1]}
 
     @info
@@ -350,22 +336,14 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
 
     @info
     def inspect_box(self, p: WeitzmanParams, state: State, box: Box) -> Observation:
-        """whether one box is open and, if so, its prize
-
-        Args:
-            box: number of the option
-        """
+        """whether one box is open and, if so, its prize"""
         if box in state["opened"]:
             return {"box": box, "open": True, "prize": p.prizes[box - 1]}
         return {"box": box, "open": False}
 
     @decision
     def open_box(self, p: WeitzmanParams, state: State, box: Box) -> Observation:
-        """pay the cost of one closed box and see its prize
-
-        Args:
-            box: number of the option
-        """
+        """pay the cost of one closed box and see its prize"""
         self._still_open(state)
         if box in state["opened"]:
             raise ActionError(f"box {box} is already open")
@@ -374,11 +352,7 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
 
     @decision
     def open_boxes(self, p: WeitzmanParams, state: State, boxes: Boxes) -> Observation:
-        """open a list of closed boxes in order
-
-        Args:
-            boxes: numbers of the options, in order
-        """
+        """open a list of closed boxes in order"""
         return self._open_in_order(p, state, boxes, [math.inf] * len(boxes))
 
     @decision
@@ -387,7 +361,6 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
         """open a list of closed boxes in order, stopping before a box once the best prize found reaches its threshold
 
         Args:
-            boxes: numbers of the options, in order
             thresholds: one threshold per option
         """
         return self._open_in_order(p, state, boxes, self._thresholds(thresholds, len(boxes)))
