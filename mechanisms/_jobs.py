@@ -11,11 +11,18 @@ from typing import Annotated, Any
 import numpy as np
 
 from mechanisms.base import ActionError
+from mechanisms.facts import Fact, probed
 from mechanisms.operations import Between, Observation, State, decision, probe
 from schemas.envspec import Action
 
 Job = Annotated[int, Between(1, "jobs")]  # a job number, 1..n
 Jobs = Annotated[list[int], Between(1, "jobs", max_items="jobs")]  # distinct job numbers, in the order to run them
+
+
+def draw_jobs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The samplers' jobs: processing times 1..20 and weights 1..10, uniform integers (as floats), in that order."""
+    processing = rng.integers(1, 21, n).astype(float)
+    return processing, rng.integers(1, 11, n).astype(float)
 
 
 class JobNumbers:
@@ -58,6 +65,12 @@ class JobFamily:
 def probe_total_work(self: Any, p: JobNumbers, state: State) -> Observation:
     """true total processing time of all jobs"""
     return {"total_processing_time": p.total_work}
+
+
+def total_work_fact(p: JobNumbers, v: dict[str, str]) -> Fact:
+    """The fact probe_total_work reveals."""
+    return probed("total_work", "probe_total_work", f"The total processing time of all {v['jobs']} is "
+                  f"{p.total_work:g}.", [p.total_work])
 
 
 @decision

@@ -43,12 +43,14 @@ from mechanisms._jobs import (
     JobFamily,
     JobNumbers,
     Jobs,
+    draw_jobs,
     job_probes,
     pick,
     probe_plan,
     probe_total_work,
     smith,
     survey,
+    total_work_fact,
     undo_last,
 )
 from mechanisms.base import ActionError, Mechanism, Solution, Tier
@@ -203,8 +205,7 @@ class Scheduling(JobFamily, Mechanism[SchedulingParams]):
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> SchedulingParams:
         n, m = int(size), int(horizon)
-        processing = rng.integers(1, 21, n).astype(float)
-        weights = rng.integers(1, 11, n).astype(float)
+        processing, weights = draw_jobs(rng, n)
         data = {"processing_times": processing.tolist(), "weights": weights.tolist(), "machines": m}
         params = SchedulingParams(**data, sticker_processing_times=self._estimates(rng, processing))
         u_star = self.solve(params).u_star
@@ -363,8 +364,7 @@ class Scheduling(JobFamily, Mechanism[SchedulingParams]):
                  f"{v['job']} has a weight: what every time unit until its completion costs, in {v['currency']}."),
             probed("jobs", "probe_job", f"The true processing time and weight of each {v['job']}, in that order: "
                    f"{rows}.", [x for j in range(p.jobs) for x in (p.processing_times[j], p.weights[j])]),
-            probed("total_work", "probe_total_work", f"The total processing time of all {v['jobs']} is "
-                   f"{p.total_work:g}.", [p.total_work]),
+            total_work_fact(p, v),
             probed("posted_times", "read_sticker", f"The {v['sticker']} posts these processing times (an outside "
                    f"estimate, not the true processing time): {posted}.", p.sticker_processing_times),
             rule("left_out", f"A {v['job']} left unassigned when the episode ends is charged as if it completed at "

@@ -42,11 +42,13 @@ from mechanisms._jobs import (
     JobFamily,
     JobNumbers,
     Jobs,
+    draw_jobs,
     job_probes,
     probe_plan,
     probe_total_work,
     smith,
     survey,
+    total_work_fact,
     undo_last,
 )
 from mechanisms.base import ActionError, Mechanism, Solution, Tier
@@ -162,8 +164,7 @@ class Tardiness(JobFamily, Mechanism[TardinessParams]):
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> TardinessParams:
         n, level = int(size), int(horizon)
-        processing = rng.integers(1, 21, n).astype(float)
-        weights = rng.integers(1, 11, n).astype(float)
+        processing, weights = draw_jobs(rng, n)
         total = float(processing.sum())
         factor = 0.2 + 0.15 * (level - 1)
         low, high = total * (1 - factor - DUE_DATE_RANGE / 2), total * (1 - factor + DUE_DATE_RANGE / 2)
@@ -343,8 +344,7 @@ class Tardiness(JobFamily, Mechanism[TardinessParams]):
             probed("jobs", "probe_job", f"The true processing time, due date and weight of each {v['job']}, in that "
                    f"order: {rows}.", [x for j in range(p.jobs)
                                        for x in (p.processing_times[j], p.due_dates[j], p.weights[j])]),
-            probed("total_work", "probe_total_work", f"The total processing time of all {v['jobs']} is "
-                   f"{p.total_work:g}.", [p.total_work]),
+            total_work_fact(p, v),
             probed("posted_due_dates", "read_posted_due_date", f"The {v['sticker']} posts these due dates (an outside "
                    f"estimate, not the true due date): {posted}.", p.sticker_due_dates),
             rule("left_out", f"A {v['job']} left out of the sequence when the episode ends is charged as if it "
