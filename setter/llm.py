@@ -10,35 +10,19 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mechanisms.base import Mechanism
-from schemas.envspec import Entity, OperationSpec, Rendering, ToolSpec
+from schemas.envspec import Entity, OperationSpec, Rendering
 from schemas.shard import CallRecord
 from setter.base import RenderFailed
 from setter.corpus import Passage, choose_passage
 from setter.llm_client import LlmCallFailed, complete, custom_prices, llm_options, response_format, retries
-from setter.phrasebook import (
-    argument_description,
-    argument_name,
-    goal_pattern,
-    phrase,
-    slug,
-    title_pattern,
-    vocabulary,
-)
-from setter.template import (
-    SPENDS,
-    argument_bounds,
-    bindable_operations,
-    compose_instructions,
-    decoy_disclaimer,
-    introduction,
-    observation_names,
-)
+from setter.phrasebook import goal_pattern, phrase, title_pattern, vocabulary
+from setter.template import compose_instructions, introduction, observation_names
+from setter.tools import IDENTIFIER, MAX_NAME, bind_tool, bindable_operations, phrase_tool_name
 from setter.wording import wording_problem
 
 # Short fields: a rendering is ~15 names and one-sentence descriptions. The limits keep a small local model's
@@ -47,7 +31,6 @@ MAX_TITLE = 80
 MAX_INTRO = 500
 MAX_GOAL = 240
 MAX_DESCRIPTION = 160
-IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 
 
 class ToolDraft(BaseModel):
@@ -112,7 +95,7 @@ def build_prompt(mechanism: Mechanism, params, passage: Passage, feedback: str |
     operations = bindable_operations(mechanism, params)
     words = vocabulary(passage.vocab)
     # a suggested name per operation (the phrasebook's, in this passage's words): names stay distinct and fit
-    examples = {op.name: slug(phrase(mechanism.id, op.name, op.summary)[0].format(**words)) for op in operations}
+    examples = {op.name: phrase_tool_name(mechanism.id, op.name, words) for op in operations}
     listing = "\n".join(f"- {op.name} ({op.kind}): {op.summary}; e.g. \"{examples[op.name]}\"" for op in operations)
     vocab = ", ".join(f"{k}={v}" for k, v in sorted(passage.vocab.items()))
     system = ("You design tool-calling environments for training agents. Answer with one JSON object only. "
@@ -183,7 +166,7 @@ def _repaired(mechanism: Mechanism, passage: Passage, draft: RenderingDraft, wor
     for operation, tool in draft.tools.items():
         name = tool.name
         if name in seen or not fits(name):
-            name = slug(phrase(mechanism.id, operation, operation)[0].format(**words))[:48]
+            name = phrase_tool_name(mechanism.id, operation, words)
         seen.add(name)
         tools[operation] = tool.model_copy(update={"name": name})
     story = draft.intro if fits(draft.intro) else introduction(mechanism.id, passage, words)
@@ -202,7 +185,8 @@ def assemble(mechanism: Mechanism, params, passage: Passage, draft: RenderingDra
     tools = []
     for operation, tool in draft.tools.items():
         if not IDENTIFIER.match(tool.name):
-            raise ValueError(f"invalid tool name {tool.name!r}: use lower-case letters, digits and _ (at most 48)")
+            raise ValueError(f"invalid tool name {tool.name!r}: use lower-case letters, digits and _ (at most "
+                             f"{MAX_NAME})")
         op = operations.get(operation)
         if op is None:
             raise ValueError(f"tool {tool.name!r} is bound to unknown operation {operation!r}")
@@ -210,21 +194,8 @@ def assemble(mechanism: Mechanism, params, passage: Passage, draft: RenderingDra
         if extra:
             raise ValueError(f"tool {tool.name!r} renames {extra[0]!r}, which operation {op.name!r} does not take "
                              f"(it takes {sorted(op.args) or 'no arguments'})")
-        names = {arg: tool.argument_names.get(arg) or slug(argument_name(mechanism.id, arg).format(**words))
-                 for arg in op.args}
-        bad = [n for n in names.values() if not IDENTIFIER.match(n)]
-        if bad or len(set(names.values())) != len(names):
-            raise ValueError(f"tool {tool.name!r} has invalid or repeated argument names {sorted(names.values())}")
-        properties = {names[arg]: {"type": spec.type, "description": argument_description(
-                                       mechanism.id, arg, spec.description or arg).format(**words),
-                                   **argument_bounds(spec)}
-                      for arg, spec in op.args.items()}
-        description = decoy_disclaimer(op, tool.description or phrase(mechanism.id, op.name, op.summary)[1].format(
-            **words), shown) + SPENDS
-        tools.append(ToolSpec(name=tool.name, description=description, kind=op.kind,
-                              parameters={"type": "object", "properties": properties,
-                                          "required": list(properties), "additionalProperties": False},
-                              operation=op.name, argument_map={t: a for a, t in names.items() if t != a}))
+        description = tool.description or phrase(mechanism.id, op.name, op.summary)[1].format(**words)
+        tools.append(bind_tool(mechanism.id, op, tool.name, description, words, shown, tool.argument_names))
     instructions, written = compose_instructions(mechanism, params, passage, draft.intro, draft.goal, tools,
                                                  turn_budget)
     return Rendering(domain=passage.domain, passage_id=passage.id, title=draft.title, entities=draft.entities,

@@ -8,79 +8,30 @@ from __future__ import annotations
 
 from mechanisms.base import Mechanism
 from mechanisms.facts import rules_text, stated
-from schemas.envspec import RUNTIME_OPERATIONS, ArgSpec, Entity, OperationSpec, Rendering, ToolSpec
+from schemas.envspec import Entity, OperationSpec, Rendering, ToolSpec
 from setter.corpus import Passage, choose_passage
 from setter.phrasebook import (
-    argument_description,
-    argument_name,
     goal_pattern,
     observation_patterns,
     phrase,
-    slug,
     story_pattern,
     subject_key,
     title_pattern,
     vocabulary,
 )
-
-# every call of every tool spends one turn of the budget, whatever it does (a refused call too)
-SPENDS = " Each call spends one turn."
-
-
-def decoy_disclaimer(op: OperationSpec, description: str, names: dict[str, str]) -> str:
-    """A decoy's description that names what it estimates (a model may leave it out; a phrase file says it)."""
-    if not op.decoy or not op.estimates:
-        return description
-    quantity = names.get(op.estimates, op.estimates)
-    if quantity.lower() in description.lower():
-        return description
-    return f"{description.rstrip()} It is an estimate of the {quantity}, not the true figure."
-
-
-def bindable_operations(mechanism: Mechanism, params) -> list[OperationSpec]:
-    """Every operation a tool may be bound to: the mechanism's and the runtime's."""
-    return [*mechanism.operations(params), *RUNTIME_OPERATIONS]
-
-
-def argument_bounds(arg: ArgSpec) -> dict:
-    """The JSON-schema bounds of an argument (an array's bounds are its elements')."""
-    element = arg.items if arg.type == "array" else arg.type
-    bounds: dict = {}
-    if arg.minimum is not None:
-        bounds["minimum"] = arg.minimum if element == "number" else int(arg.minimum)
-    if arg.maximum is not None:
-        bounds["maximum"] = arg.maximum if element == "number" else int(arg.maximum)
-    if arg.enum:
-        bounds["enum"] = list(arg.enum)
-    if arg.type != "array":
-        return bounds
-    array = {"items": {"type": element or "integer", **bounds}, "minItems": 1}
-    if arg.max_items is not None:
-        array["maxItems"] = arg.max_items
-    return array
+from setter.tools import bind_tool, bindable_operations, phrase_tool_name
 
 
 def render_tool(family: str, op: OperationSpec, words: dict[str, str], taken: set[str],
                 names: dict[str, str] | None = None) -> ToolSpec:
-    name_pattern, description_pattern = phrase(family, op.name, op.summary)
-    name = slug(name_pattern.format(**words))[:60]
+    """The phrase file's tool for `op`: its name pattern (made distinct from the names `taken`) and description."""
+    name = phrase_tool_name(family, op.name, words)
     base, n = name, 2
     while name in taken:
         name, n = f"{base}_{n}", n + 1
     taken.add(name)
-    description = decoy_disclaimer(op, description_pattern.format(**words), names or {}) + SPENDS
-    properties, argument_map = {}, {}
-    for arg_name, arg in op.args.items():
-        tool_arg = slug(argument_name(family, arg_name).format(**words))
-        schema = {"type": arg.type,
-                  "description": argument_description(family, arg_name, arg.description or arg_name).format(**words)}
-        schema.update(argument_bounds(arg))
-        properties[tool_arg] = schema
-        argument_map[tool_arg] = arg_name
-    parameters = {"type": "object", "properties": properties, "required": list(properties),
-                  "additionalProperties": False}
-    return ToolSpec(name=name, description=description, kind=op.kind, parameters=parameters,
-                    operation=op.name, argument_map={k: v for k, v in argument_map.items() if k != v})
+    description = phrase(family, op.name, op.summary)[1].format(**words)
+    return bind_tool(family, op, name, description, words, names or {})
 
 
 def introduction(family: str, passage: Passage, words: dict[str, str]) -> str:
