@@ -34,7 +34,8 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
 MODELS = ["openai/gpt-4o-mini", "anthropic/claude-haiku-4-5"]
 REASONS = ["C2: u0 outside the family band (position 0.97 > 0.9)", "C3: replay gave u = 412.5, u* = 431.0",
-           "leak: the hidden-mode text shows the parameter 37", "C1: tool submit_plan raised on its arguments"]
+           "leak: the hidden-mode text shows the parameter 37", "default_replay: the default reached 80, u0 is 85",
+           "executes: TypeError: tool submit_plan raised on its arguments"]
 
 
 def seed_rows(root: Path) -> pd.DataFrame:
@@ -83,7 +84,7 @@ def night_frames(seed: pd.DataFrame, rows: int, night: str, rng: np.random.Gener
         "model": envs.model.to_numpy()[instance], "admitted": admitted,
         "reason": np.where(admitted, None, rng.choice(REASONS, len(instance))),
         "env_id": np.where(admitted, envs.env_id.to_numpy()[instance], None),
-        "checks_json": '{"C1": true}', "seconds": rng.uniform(0.01, 0.3, len(instance)), "created_at": now})
+        "checks_json": '{"structure": "ok"}', "seconds": rng.uniform(0.01, 0.3, len(instance)), "created_at": now})
     prompt = rng.integers(600, 1200, len(instance))
     completion = rng.integers(300, 700, len(instance))
     calls = pd.DataFrame({

@@ -1,4 +1,5 @@
--- admission_rejection_checks (admission): rejected attempts per admission check (C1, C2, C3, leak, ...).
+-- admission_rejection_checks (admission): rejected attempts per admission check (structure, completeness, C2, C3,
+-- default_replay, ceiling, prose, leak, executes, ...).
 SELECT split_part(reason, ':', 1) AS check_name, count(*) AS rejected_attempts,
        count(DISTINCT family) AS families
 FROM attempts
