@@ -15,8 +15,9 @@ from mechanisms.facts import Fact, probed
 from mechanisms.operations import Between, Observation, State, decision, probe
 from schemas.envspec import Action
 
-Job = Annotated[int, Between(1, "jobs")]  # a job number, 1..n
-Jobs = Annotated[list[int], Between(1, "jobs", max_items="jobs")]  # distinct job numbers, in the order to run them
+Job = Annotated[int, Between(1, "jobs"), "job number"]  # a job number, 1..n
+# distinct job numbers, in the order to run them
+Jobs = Annotated[list[int], Between(1, "jobs", max_items="jobs"), "job numbers in the order to run them"]
 
 
 def draw_jobs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -256,8 +256,10 @@ def _row(matrix: list[list[float]], origin: int) -> dict[str, float]:
 
 
 Place = Annotated[int, Between(0, "stops")]  # the depot (0) or a stop, 1..n
-Stop = Annotated[int, Between(1, "stops")]  # a stop number, 1..n
-Stops = Annotated[list[int], Between(1, "stops", max_items="stops")]  # distinct stop numbers, in driving order
+Stop = Annotated[int, Between(1, "stops"), "stop number"]  # a stop number, 1..n
+# distinct stop numbers, in driving order
+Stops = Annotated[list[int], Between(1, "stops", max_items="stops"),
+                  "stop numbers in driving order"]
 
 
 class Routing(Mechanism[RoutingParams]):
@@ -402,11 +404,7 @@ class Routing(Mechanism[RoutingParams]):
 
     @decision
     def drive_to(self, p: RoutingParams, state: State, stop: Stop) -> Observation:
-        """drive from here to an unvisited stop
-
-        Args:
-            stop: stop number
-        """
+        """drive from here to an unvisited stop"""
         route = self._route(state)
         if stop in route:
             raise ActionError(f"stop {stop} has already been visited")
@@ -415,11 +413,7 @@ class Routing(Mechanism[RoutingParams]):
 
     @decision
     def drive_route(self, p: RoutingParams, state: State, stops: Stops) -> Observation:
-        """drive from here through a list of unvisited stops in order
-
-        Args:
-            stops: stop numbers in driving order
-        """
+        """drive from here through a list of unvisited stops in order"""
         route = self._route(state)
         again = [s for s in stops if s in route]
         if again:

@@ -179,7 +179,7 @@ def optimal_queues(p: SchedulingParams) -> tuple[list[list[int]], float, int]:
     return queues, best, pairs
 
 
-Machine = Annotated[int, Between(1, "machines")]  # a machine number, 1..m
+Machine = Annotated[int, Between(1, "machines"), "machine number"]  # a machine number, 1..m
 
 
 class Scheduling(JobFamily, Mechanism[SchedulingParams]):
@@ -268,22 +268,14 @@ class Scheduling(JobFamily, Mechanism[SchedulingParams]):
     # --- operations -------------------------------------------------------------------------
     @probe
     def probe_job(self, p: SchedulingParams, state: State, job: Job) -> Observation:
-        """true processing time and weight of one job
-
-        Args:
-            job: job number
-        """
+        """true processing time and weight of one job"""
         return {"job": job, "processing_time": p.processing_times[job - 1], "weight": p.weights[job - 1]}
 
     probe_total_work = probe_total_work  # the same probe as tardiness's (mechanisms._jobs)
 
     @info(decoy=True, estimates="processing_time")
     def read_sticker(self, p: SchedulingParams, state: State, job: Job) -> Observation:
-        """the posted processing-time estimate of one job
-
-        Args:
-            job: job number
-        """
+        """the posted processing-time estimate of one job"""
         return {"job": job, "posted_processing_time": p.sticker_processing_times[job - 1]}
 
     @info
@@ -299,12 +291,7 @@ class Scheduling(JobFamily, Mechanism[SchedulingParams]):
 
     @decision
     def assign_jobs(self, p: SchedulingParams, state: State, jobs: Jobs, machine: Machine) -> Observation:
-        """append one or more jobs, in the order given, to the end of a machine's queue
-
-        Args:
-            jobs: job numbers in the order to run them
-            machine: machine number
-        """
+        """append one or more jobs, in the order given, to the end of a machine's queue"""
         for j in jobs:
             where = self._machine_of(state, j)
             if where is not None:
@@ -317,22 +304,14 @@ class Scheduling(JobFamily, Mechanism[SchedulingParams]):
 
     @decision
     def remove_job(self, p: SchedulingParams, state: State, job: Job) -> Observation:
-        """pull one job out of its queue (the jobs after it move up)
-
-        Args:
-            job: job number
-        """
+        """pull one job out of its queue (the jobs after it move up)"""
         if self._machine_of(state, job) is None:
             raise ActionError(f"job {job} is not in any queue")
         return self._removed(p, state, job)
 
     @decision
     def clear_machine(self, p: SchedulingParams, state: State, machine: Machine) -> Observation:
-        """empty one machine's queue
-
-        Args:
-            machine: machine number
-        """
+        """empty one machine's queue"""
         removed = state["queues"][machine - 1]
         state["history"] = [j for j in state["history"] if j not in removed]
         state["queues"][machine - 1] = []

@@ -139,7 +139,9 @@ def optimal_sequence(p: TardinessParams) -> tuple[list[int], float]:
     return sequence, float(best[(1 << n) - 1])
 
 
-Position = Annotated[int, Between(1, "jobs")]  # a place in the sequence, 1 = first
+# a place in the sequence, 1 = first
+Position = Annotated[int, Between(1, "jobs"),
+                     "position in the sequence, 1 = first"]
 
 
 class Tardiness(JobFamily, Mechanism[TardinessParams]):
@@ -239,11 +241,7 @@ class Tardiness(JobFamily, Mechanism[TardinessParams]):
     # --- operations -------------------------------------------------------------------------
     @probe
     def probe_job(self, p: TardinessParams, state: State, job: Job) -> Observation:
-        """true processing time, due date and weight of one job
-
-        Args:
-            job: job number
-        """
+        """true processing time, due date and weight of one job"""
         return {"job": job, "processing_time": p.processing_times[job - 1], "due_date": p.due_dates[job - 1],
                 "weight": p.weights[job - 1]}
 
@@ -251,11 +249,7 @@ class Tardiness(JobFamily, Mechanism[TardinessParams]):
 
     @info(decoy=True, estimates="due_date")
     def read_posted_due_date(self, p: TardinessParams, state: State, job: Job) -> Observation:
-        """the posted due date of one job
-
-        Args:
-            job: job number
-        """
+        """the posted due date of one job"""
         return {"job": job, "posted_due_date": p.sticker_due_dates[job - 1]}
 
     @info
@@ -270,11 +264,7 @@ class Tardiness(JobFamily, Mechanism[TardinessParams]):
 
     @decision
     def schedule_jobs(self, p: TardinessParams, state: State, jobs: Jobs) -> Observation:
-        """append one or more jobs, in the order given, to the end of the sequence
-
-        Args:
-            jobs: job numbers in the order to run them
-        """
+        """append one or more jobs, in the order given, to the end of the sequence"""
         for j in jobs:
             self._not_placed(state, j)
         state["sequence"].extend(jobs)
@@ -283,12 +273,7 @@ class Tardiness(JobFamily, Mechanism[TardinessParams]):
 
     @decision
     def insert_job(self, p: TardinessParams, state: State, job: Job, position: Position) -> Observation:
-        """insert one job at a position of the sequence (later jobs move back)
-
-        Args:
-            job: job number
-            position: position in the sequence, 1 = first
-        """
+        """insert one job at a position of the sequence (later jobs move back)"""
         self._not_placed(state, job)
         if position > len(state["sequence"]) + 1:
             raise ActionError(f"position {position} is beyond the end of the sequence "
@@ -301,11 +286,7 @@ class Tardiness(JobFamily, Mechanism[TardinessParams]):
 
     @decision
     def remove_job(self, p: TardinessParams, state: State, job: Job) -> Observation:
-        """take one job out of the sequence (later jobs move up)
-
-        Args:
-            job: job number
-        """
+        """take one job out of the sequence (later jobs move up)"""
         if job not in state["sequence"]:
             raise ActionError(f"job {job} is not in the sequence")
         return self._removed(p, state, job)
