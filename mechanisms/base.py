@@ -30,6 +30,9 @@ from schemas.tiers import TIERS  # noqa: F401 - re-exported: the tiers belong wi
 P = TypeVar("P", bound=BaseModel)
 
 
+STICKER_REDRAWS = 24  # how often a sampler redraws stickers that would make the default policy (near-)optimal
+NEAR_OPTIMAL = 0.97  # ... the share of the optimum (or of the way from idle to it) that counts as near
+
 # the name under which the sequential families record the optimal online policy below the hindsight ceiling
 ONLINE_BASELINE = "online_optimal"
 
@@ -184,6 +187,19 @@ class Mechanism(ABC, Generic[P]):
             raise ParamsError(describe_validation_error(self.id, error)) from None
 
     # --- reference ------------------------------------------------------------------------
+    def with_misleading_stickers(self, draw: Callable[[], P], misleading: Callable[[float, float, P], bool],
+                                 redraws: int = STICKER_REDRAWS) -> P:
+        """Parameters from `draw()` (which draws the stickers anew each call, the truth fixed), redrawn up to `redraws`
+        times while `misleading(u0, u_star, params)` is false: an instance whose stickers lead the default policy to
+        (near) the optimum teaches nothing. The truth is solved once (stickers do not change it)."""
+        params = draw()
+        u_star = self.solve(params).u_star
+        for _ in range(redraws):
+            if misleading(self.run(params, self.default_actions(params)), u_star, params):
+                break
+            params = draw()
+        return params
+
     @abstractmethod
     def solve(self, params: P) -> Solution:
         """Exact full-information optimum and the actions that reach it."""

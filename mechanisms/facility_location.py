@@ -38,7 +38,7 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, Tier
+from mechanisms.base import NEAR_OPTIMAL, ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, flat, non_negative, one_entry_each, positive, rows_of, stickers_default_to_truth
@@ -47,8 +47,6 @@ from schemas.envspec import Action
 
 MAX_SITES = 16  # the exact enumeration visits 2^m subsets (65,536 at 16 sites, in a few tens of ms)
 MAX_CUSTOMERS = 60
-STICKER_REDRAWS = 24  # the sampler redraws posted figures that would make the default near-optimal
-NEAR_OPTIMAL = 0.97  # ... that is, its position g between idle and optimal above this
 OPEN_SCALE = (0.1, 0.4)  # opening costs, as a share of a typical total service cost
 PENALTY_QUANTILE = (0.75, 0.95)  # the unserved penalty per unit: this quantile of the service costs
 
@@ -168,15 +166,13 @@ class FacilityLocation(Mechanism[FacilityParams]):
         posted_service = np.round(rate * distance + 1.0, 1).tolist()
         data = {"demand": demand.tolist(), "open_cost": open_cost.tolist(), "service_cost": service.tolist(),
                 "unserved_penalty": max(penalty, 1.0), "posted_service_cost": posted_service}
-        params = FacilityParams(**data, posted_open_cost=self._posted(rng, open_cost))
-        u_star = self.solve(params).u_star  # the truth does not change with the posted figures: solved once
-        u_idle = -params.unserved_penalty * sum(params.demand)
-        for _ in range(STICKER_REDRAWS):
-            u0 = self.run(params, self.default_actions(params))
-            if u_star - u_idle <= 0 or (u0 - u_idle) / (u_star - u_idle) <= NEAR_OPTIMAL:
-                break
-            params = FacilityParams(**data, posted_open_cost=self._posted(rng, open_cost))
-        return params
+        u_idle = -max(penalty, 1.0) * float(sum(data["demand"]))  # the posted figures change neither u_idle nor u*
+
+        def misleading(u0: float, u_star: float, _: FacilityParams) -> bool:
+            return u_star - u_idle <= 0 or (u0 - u_idle) / (u_star - u_idle) <= NEAR_OPTIMAL
+
+        return self.with_misleading_stickers(
+            lambda: FacilityParams(**data, posted_open_cost=self._posted(rng, open_cost)), misleading)
 
     @staticmethod
     def _posted(rng: np.random.Generator, open_cost: np.ndarray) -> list[float]:

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms.base import ActionError, Mechanism, Solution, Tier
+from mechanisms.base import NEAR_OPTIMAL, ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, flat, non_negative, one_entry_each, positive, rows_of, stickers_default_to_truth
@@ -29,8 +29,6 @@ from schemas.envspec import Action
 
 MAX_ITEMS = 20  # the exact enumeration checks 2^(n/2) x 2^(n/2) pairs: about a million at 20 items
 MAX_DIMENSIONS = 30
-STICKER_REDRAWS = 24  # the sampler redraws ratings that would make the default policy near-optimal
-NEAR_OPTIMAL = 0.97  # ... that is, reaching more than this share of the optimum
 
 
 def _subsets(values: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -134,13 +132,9 @@ class Knapsack(Mechanism[KnapsackParams]):
         share = (weights / capacities[:, None]).mean(axis=0)
         values = np.maximum(np.round(100 * share * rng.uniform(0.6, 1.4, n) + rng.integers(1, 6, n)), 1)
         data = {"values": values.tolist(), "weights": weights.tolist(), "capacities": capacities.tolist()}
-        params = KnapsackParams(**data, sticker_values=self._ratings(rng, values))
-        u_star = self.solve(params).u_star
-        for _ in range(STICKER_REDRAWS):
-            if self.run(params, self.default_actions(params)) <= NEAR_OPTIMAL * u_star:
-                break
-            params = KnapsackParams(**data, sticker_values=self._ratings(rng, values))
-        return params
+        return self.with_misleading_stickers(
+            lambda: KnapsackParams(**data, sticker_values=self._ratings(rng, values)),
+            lambda u0, u_star, _: u0 <= NEAR_OPTIMAL * u_star)
 
     @staticmethod
     def _ratings(rng: np.random.Generator, values: np.ndarray) -> list[float]:

@@ -63,7 +63,6 @@ from schemas.envspec import Action
 
 MAX_LEVELS = 201
 MAX_ROUNDS = 40
-STICKER_REDRAWS = 24  # the sampler redraws market reports under which the default would be optimal
 
 
 class NegotiationParams(BaseModel):
@@ -178,13 +177,9 @@ class Negotiation(Mechanism[NegotiationParams]):
             "price_high": low + span,
             "price_step": step,
         }
-        params = NegotiationParams(**data, market_report=self._report(rng, reservation, span))
-        u_star = self.solve(params).u_star
-        for _ in range(STICKER_REDRAWS):
-            if self.run(params, self.default_actions(params)) < u_star - 1e-9 * max(1.0, abs(u_star)):
-                break
-            params = NegotiationParams(**data, market_report=self._report(rng, reservation, span))
-        return params
+        return self.with_misleading_stickers(
+            lambda: NegotiationParams(**data, market_report=self._report(rng, reservation, span)),
+            lambda u0, u_star, _: u0 < u_star - 1e-9 * max(1.0, abs(u_star)))
 
     @staticmethod
     def _report(rng: np.random.Generator, reservation: int, span: int) -> int:

@@ -40,7 +40,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mechanisms._production import BulkPlanning, limits, planned, resource_shapes, room, scipy_optimize
-from mechanisms.base import ActionError, Solution, Tier
+from mechanisms.base import NEAR_OPTIMAL, ActionError, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, flat, non_negative, rows_of, stickers_default_to_truth
@@ -51,8 +51,6 @@ MAX_PRODUCTS = 24
 MAX_RESOURCES = 12
 KKT_TOLERANCE = 1e-9  # verification of the KKT conditions, relative
 FIT_TOLERANCE = 1e-12  # how far (relative) a plan may touch above a limit when the dynamics check it
-STICKER_REDRAWS = 24  # the sampler redraws posted margins that would make the default near-optimal
-NEAR_OPTIMAL = 0.97
 
 minimize = scipy_optimize("minimize")
 
@@ -306,13 +304,8 @@ class QP(BulkPlanning[QPParams]):
         tightness = rng.uniform(0.3, 0.9, m)
         limits = np.maximum(np.round(tightness * (usage @ free)), 1.0)
         data = {"c": c.tolist(), "Q": q.tolist(), "A_ub": usage.tolist(), "b_ub": limits.tolist()}
-        params = QPParams(**data, sticker_margin=self._posted(rng, c))
-        u_star = self.solve(params).u_star
-        for _ in range(STICKER_REDRAWS):
-            if self.run(params, self.default_actions(params)) <= NEAR_OPTIMAL * u_star:
-                break
-            params = QPParams(**data, sticker_margin=self._posted(rng, c))
-        return params
+        return self.with_misleading_stickers(lambda: QPParams(**data, sticker_margin=self._posted(rng, c)),
+                                            lambda u0, u_star, _: u0 <= NEAR_OPTIMAL * u_star)
 
     @staticmethod
     def _posted(rng: np.random.Generator, c: np.ndarray) -> list[float]:

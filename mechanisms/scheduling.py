@@ -53,7 +53,7 @@ from mechanisms._jobs import (
     total_work_fact,
     undo_last,
 )
-from mechanisms.base import ActionError, Mechanism, Solution, Tier
+from mechanisms.base import NEAR_OPTIMAL, ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, one_entry_each, positive, stickers_default_to_truth
@@ -63,8 +63,6 @@ from schemas.envspec import Action
 MAX_JOBS = 20  # on two machines the DP peels one subset of 2^n (a million at 20 jobs)
 MAX_JOBS_MANY_MACHINES = 14  # on three or more it touches 3^n (set, subset) pairs: 4.8 million at 14 jobs
 MAX_MACHINES = 4
-STICKER_REDRAWS = 24  # the sampler redraws estimates that would make the default policy near-optimal
-NEAR_OPTIMAL = 0.97  # ... that is, a default cost below optimum / NEAR_OPTIMAL
 
 
 class SchedulingParams(JobNumbers, BaseModel):
@@ -207,13 +205,9 @@ class Scheduling(JobFamily, Mechanism[SchedulingParams]):
         n, m = int(size), int(horizon)
         processing, weights = draw_jobs(rng, n)
         data = {"processing_times": processing.tolist(), "weights": weights.tolist(), "machines": m}
-        params = SchedulingParams(**data, sticker_processing_times=self._estimates(rng, processing))
-        u_star = self.solve(params).u_star
-        for _ in range(STICKER_REDRAWS):
-            if -self.run(params, self.default_actions(params)) >= -u_star / NEAR_OPTIMAL:
-                break
-            params = SchedulingParams(**data, sticker_processing_times=self._estimates(rng, processing))
-        return params
+        return self.with_misleading_stickers(
+            lambda: SchedulingParams(**data, sticker_processing_times=self._estimates(rng, processing)),
+            lambda u0, u_star, _: -u0 >= -u_star / NEAR_OPTIMAL)
 
     @staticmethod
     def _estimates(rng: np.random.Generator, processing: np.ndarray) -> list[float]:

@@ -51,7 +51,7 @@ from mechanisms._jobs import (
     total_work_fact,
     undo_last,
 )
-from mechanisms.base import ActionError, Mechanism, Solution, Tier
+from mechanisms.base import NEAR_OPTIMAL, ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, non_negative, one_entry_each, positive, stickers_default_to_truth
@@ -60,8 +60,6 @@ from schemas.envspec import Action
 
 MAX_JOBS = 18  # the subset DP touches 2^n n (set, last job) pairs: about 4.7 million at 18 jobs (0.1 s)
 DUE_DATE_RANGE = 0.6
-STICKER_REDRAWS = 24  # the sampler redraws posted due dates that would make the default near-optimal
-NEAR_OPTIMAL = 0.97  # ... that is, a default position (u0 - u_idle) / (u* - u_idle) above this
 
 
 class TardinessParams(JobNumbers, BaseModel):
@@ -172,15 +170,12 @@ class Tardiness(JobFamily, Mechanism[TardinessParams]):
         low, high = total * (1 - factor - DUE_DATE_RANGE / 2), total * (1 - factor + DUE_DATE_RANGE / 2)
         due = np.maximum(np.round(rng.uniform(low, high, n)), 0)
         data = {"processing_times": processing.tolist(), "due_dates": due.tolist(), "weights": weights.tolist()}
-        params = TardinessParams(**data, sticker_due_dates=self._posted(rng, due, total))
-        u_star = self.solve(params).u_star
-        u_idle = self.run(params, self.idle_actions(params))
-        for _ in range(STICKER_REDRAWS):
-            u0 = self.run(params, self.default_actions(params))
-            if u0 - u_idle <= NEAR_OPTIMAL * (u_star - u_idle) and u0 < u_star:
-                break
-            params = TardinessParams(**data, sticker_due_dates=self._posted(rng, due, total))
-        return params
+        def misleading(u0: float, u_star: float, params: TardinessParams) -> bool:
+            u_idle = self.run(params, self.idle_actions(params))  # the posted due dates do not change it
+            return u0 - u_idle <= NEAR_OPTIMAL * (u_star - u_idle) and u0 < u_star
+
+        return self.with_misleading_stickers(
+            lambda: TardinessParams(**data, sticker_due_dates=self._posted(rng, due, total)), misleading)
 
     @staticmethod
     def _posted(rng: np.random.Generator, due: np.ndarray, total: float) -> list[float]:

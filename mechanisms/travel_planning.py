@@ -55,7 +55,6 @@ from schemas.envspec import Action
 MAX_PLACES = 16  # the DP keeps 2^n x n finish times: about a million at 16 places
 DAY_MINUTES = 1440
 DURATIONS = (30, 45, 60, 90, 120, 150, 180)
-REDRAWS = 24  # the sampler redraws the guidebook while the default would already be optimal
 
 
 def clock_text(minutes: float) -> str:
@@ -208,13 +207,9 @@ class TravelPlanning(Mechanism[TravelParams]):
         data = {"enjoyment": enjoyment.tolist(), "prices": prices.tolist(), "durations": durations.tolist(),
                 "opening": opening, "travel": travel.tolist(), "day_start": day_start, "day_end": day_end,
                 "budget": budget}
-        params = TravelParams(**data, guidebook_ratings=self._ratings(rng, enjoyment))
-        u_star = self.solve(params).u_star
-        for _ in range(REDRAWS):
-            if self.run(params, self.default_actions(params)) < u_star - 1e-9:
-                break
-            params = TravelParams(**data, guidebook_ratings=self._ratings(rng, enjoyment))
-        return params
+        return self.with_misleading_stickers(
+            lambda: TravelParams(**data, guidebook_ratings=self._ratings(rng, enjoyment)),
+            lambda u0, u_star, _: u0 < u_star - 1e-9)
 
     @staticmethod
     def _ratings(rng: np.random.Generator, enjoyment: np.ndarray) -> list[float]:
