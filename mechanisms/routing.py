@@ -255,7 +255,9 @@ def _row(matrix: list[list[float]], origin: int) -> dict[str, float]:
     return {str(j): matrix[origin][j] for j in range(len(matrix)) if j != origin}
 
 
-Place = Annotated[int, Between(0, "stops")]  # the depot (0) or a stop, 1..n
+# the depot (0) or a stop, 1..n, where a leg starts or ends
+Origin = Annotated[int, Between(0, "stops"), "where the leg starts (0 is the depot)"]
+Destination = Annotated[int, Between(0, "stops"), "where the leg ends (0 is the depot)"]
 Stop = Annotated[int, Between(1, "stops"), "stop number"]  # a stop number, 1..n
 # distinct stop numbers, in driving order
 Stops = Annotated[list[int], Between(1, "stops", max_items="stops"),
@@ -349,22 +351,13 @@ class Routing(Mechanism[RoutingParams]):
         return state["route"]
 
     @probe
-    def probe_leg(self, p: RoutingParams, state: State, origin: Place, destination: Place) -> Observation:
-        """the true length of one leg
-
-        Args:
-            origin: where the leg starts (0 is the depot)
-            destination: where the leg ends (0 is the depot)
-        """
+    def probe_leg(self, p: RoutingParams, state: State, origin: Origin, destination: Destination) -> Observation:
+        """the true length of one leg"""
         return {"origin": origin, "destination": destination, "distance": p.distances[origin][destination]}
 
     @probe
-    def probe_legs_from(self, p: RoutingParams, state: State, origin: Place) -> Observation:
-        """the true length of every leg out of one place
-
-        Args:
-            origin: where the leg starts (0 is the depot)
-        """
+    def probe_legs_from(self, p: RoutingParams, state: State, origin: Origin) -> Observation:
+        """the true length of every leg out of one place"""
         return {"origin": origin, "distances": _row(p.distances, origin)}
 
     @probe
@@ -373,23 +366,14 @@ class Routing(Mechanism[RoutingParams]):
         return {"penalty": p.unvisited_penalty}
 
     @info(decoy=True, estimates="distance")
-    def read_posted_leg(self, p: RoutingParams, state: State, origin: Place, destination: Place) -> Observation:
-        """the posted map's length of one leg
-
-        Args:
-            origin: where the leg starts (0 is the depot)
-            destination: where the leg ends (0 is the depot)
-        """
+    def read_posted_leg(self, p: RoutingParams, state: State, origin: Origin, destination: Destination) -> Observation:
+        """the posted map's length of one leg"""
         return {"origin": origin, "destination": destination,
                 "posted distance": p.posted_distances[origin][destination]}
 
     @info(decoy=True, estimates="distances")
-    def read_posted_legs_from(self, p: RoutingParams, state: State, origin: Place) -> Observation:
-        """the posted map's length of every leg out of one place
-
-        Args:
-            origin: where the leg starts (0 is the depot)
-        """
+    def read_posted_legs_from(self, p: RoutingParams, state: State, origin: Origin) -> Observation:
+        """the posted map's length of every leg out of one place"""
         return {"origin": origin, "posted distances": _row(p.posted_distances, origin)}
 
     @info
