@@ -26,24 +26,21 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
 
 def plain_loop(warehouse: str, date: str, count: int, families: str | None) -> float:
-    """The stage functions one after the other in this process: no Prefect, no worker processes."""
+    """The stage functions one after the other in this process (each shard's rounds, tasks.rounds.run_shard): no
+    Prefect, no worker processes."""
     import datetime as dt
 
     from tasks.commit import commit
     from tasks.land import land_result
     from tasks.plan import plan_shards
-    from tasks.render import render_candidates
-    from tasks.sample import sample_instances
-    from tasks.solve import solve_instances
-    from tasks.validate import validate_candidates
+    from tasks.rounds import run_shard
 
     started = time.perf_counter()
     begun = dt.datetime.now(dt.UTC)
     shards = plan_shards(date, count, families)
     landed = []
     for shard in shards:
-        candidates = render_candidates(shard, solve_instances(shard, sample_instances(shard)))
-        landed.append(land_result(warehouse, validate_candidates(shard, candidates), "plain-loop"))
+        landed.append(land_result(warehouse, run_shard(shard), "plain-loop"))
     plan = {"date": date, "count": count, "families": families}
     commit(warehouse, "plain-loop", None, shards[0].date, plan, landed, 0, [], begun)
     return time.perf_counter() - started

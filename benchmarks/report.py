@@ -43,18 +43,14 @@ def seed_rows(root: Path) -> pd.DataFrame:
     from tasks.commit import commit
     from tasks.land import land_result
     from tasks.plan import plan_shards
-    from tasks.render import render_candidates
-    from tasks.sample import sample_instances
-    from tasks.solve import solve_instances
-    from tasks.validate import validate_candidates
+    from tasks.rounds import run_shard
     from warehouse.catalog import run_query
     from warehouse.location import resolve_warehouse
 
     warehouse = str(root / "seed")
     shards = plan_shards("2026-01-01", 130, None)
     begun = dt.datetime.now(dt.UTC)
-    landed = [land_result(warehouse, validate_candidates(shard, render_candidates(
-        shard, solve_instances(shard, sample_instances(shard)))), "seed") for shard in shards]
+    landed = [land_result(warehouse, run_shard(shard), "seed") for shard in shards]
     commit(warehouse, "seed", None, "2026-01-01", {"count": 130}, landed, 0, [], begun)
     return run_query(resolve_warehouse(warehouse), "SELECT * EXCLUDE (date) FROM environments").to_pandas()
 

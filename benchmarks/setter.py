@@ -56,16 +56,13 @@ def run(warehouse: str, args) -> None:
     from tasks.commit import commit
     from tasks.land import land_result
     from tasks.plan import plan_shards
-    from tasks.render import render_candidates
-    from tasks.sample import sample_instances
-    from tasks.solve import solve_instances
-    from tasks.validate import validate_candidates
+    from tasks.rounds import run_shard
 
     begun = dt.datetime.now(dt.UTC)
     shards = plan_shards(args.date, args.count, args.families, setter="litellm", model="openai/gemma-3-270m")
     landed = []
     for shard in shards:
-        result = validate_candidates(shard, render_candidates(shard, solve_instances(shard, sample_instances(shard))))
+        result = run_shard(shard)
         landed.append(land_result(warehouse, result, "setter-bench"))
         print(f"  {shard.family} {shard.size}x{shard.horizon}: {len(result.admitted)} admitted, "
               f"{sum(not a.admitted for a in result.attempts)} rejected attempts", flush=True)

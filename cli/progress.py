@@ -22,22 +22,26 @@ def describe(counters) -> str:
 
 @contextmanager
 def generation_progress(requested: int, enabled: bool = True):
-    from tasks.progress import HUB
+    """Within the block, a run started in this thread (flows.generate.run_generate) counts into a hub of its own,
+    drawn as a bar unless `enabled` is false; yields the hub."""
+    from tasks.progress import ProgressHub, following
 
-    HUB.reset(requested)
-    if not enabled:
-        yield
-        return
-    progress = Progress(TextColumn("[bold]generating"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("{task.fields[status]}"), TimeElapsedColumn(), transient=False)
-    bar = progress.add_task("generate", total=requested, status=describe(HUB.counters))
+    hub = ProgressHub()
+    hub.reset(requested)
+    with following(hub):
+        if not enabled:
+            yield hub
+            return
+        progress = Progress(TextColumn("[bold]generating"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("{task.fields[status]}"), TimeElapsedColumn(), transient=False)
+        bar = progress.add_task("generate", total=requested, status=describe(hub.counters))
 
-    def update(counters) -> None:
-        progress.update(bar, completed=counters.admitted, status=describe(counters))
+        def update(counters) -> None:
+            progress.update(bar, completed=counters.admitted, status=describe(counters))
 
-    HUB.subscribe(update)
-    with progress:
-        try:
-            yield
-        finally:
-            HUB.unsubscribe(update)
+        hub.subscribe(update)
+        with progress:
+            try:
+                yield hub
+            finally:
+                hub.unsubscribe(update)

@@ -1,8 +1,16 @@
-"""generate: plan -> (sample -> solve -> render -> validate -> land) per shard -> commit. Wiring only."""
+"""generate: plan -> rounds of (sample -> solve -> render -> validate) per shard -> land -> commit. Wiring only.
+
+Each round's stages are Prefect tasks; when a shard's validation completes short of its count, the flow submits
+the shard's next round (tasks.rounds decides what it draws), and once the shard is done, its landing. Every stage
+returns its counts with its result (tasks.common.StageCounts): the flow adds them up and settles them into the
+progress bar's hub as the stages complete. The LLM budget is made here, once per run, and handed to the stages
+that render.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import queue
 import uuid
 
 from prefect import flow
@@ -10,14 +18,15 @@ from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import opaque
 
-from setter.budget import BUDGET
-from tasks import pool
+from setter.budget import CostBudget
+from tasks import pool, progress
 from tasks.commit import commit_shards, final_state, find_finished_shards, shard_failure
 from tasks.land import land_shard
 from tasks.plan import DEFAULT_SHARD_SIZE, plan, plan_total
 from tasks.render import render_shard
+from tasks.rounds import ShardRounds, StageTotals
 from tasks.sample import sample_shard
-from tasks.solve import forget_set_aside, solve_shard
+from tasks.solve import solve_shard
 from tasks.validate import validate_shard
 
 DEFAULT_WORKERS = 4
@@ -42,33 +51,77 @@ def generate(date: str | None = None, count: int | None = None, families: str | 
                   "plan": plan_name, "max_cost_usd": max_cost_usd, "difficulty": difficulty}
     flow_run_id = flow_run.get_id()
     run_id = flow_run_id or uuid.uuid4().hex
-    BUDGET.start(max_cost_usd)
+    budget = None if max_cost_usd is None else CostBudget(max_cost_usd)  # this run's, never sent to a worker
     shards = plan(date, count, families, split, setter, model, shard_size, plan_name, fallback_model, difficulty)
     day = shards[0].date
     finished = find_finished_shards(warehouse, day)
     todo = [s for s in shards if s.key not in finished]
-    chains = []
-    for shard in todo:
-        # opaque(): resolve the upstream result but do not walk into it; Prefect's default traversal of
-        # a shard's hundreds of specs costs more than solving them.
-        sampled = sample_shard.submit(shard)
-        solved = solve_shard.submit(shard, opaque(sampled))
-        rendered = render_shard.submit(shard, opaque(solved))
-        validated = validate_shard.submit(shard, opaque(rendered))
-        landed_future = land_shard.submit(warehouse, opaque(validated), run_id)
-        chains.append((shard, [("sample", sampled), ("solve", solved), ("render", rendered),
-                               ("validate", validated), ("land", landed_future)]))
-    landed, failures = [], []
-    for shard, stages in chains:
-        stages[-1][1].wait()
-        if stages[-1][1].state.is_completed():
-            landed.append(stages[-1][1].result())
-        else:  # the other shards still land; this one is named in the runs row and the flow's final state
-            failures.append(shard_failure(shard.key, stages))
     skipped = sum(s.count for s in shards if s.key in finished)
+    hub = progress.followed()
+    if hub is not None and skipped:
+        hub.add(admitted=skipped)  # shards committed by an earlier run count as delivered
+    totals = StageTotals()
+    landings, failures = run_rounds(todo, budget, warehouse, run_id, totals)
+    landed = []
+    for shard in todo:
+        if shard.key in landings:
+            future = landings[shard.key]
+            future.wait()
+            if future.state.is_completed():
+                landed.append(future.result())
+            else:  # the other shards still land; this one is named in the runs row and the flow's final state
+                failures[shard.key] = shard_failure(shard.key, [("land", future)])
     summary = commit_shards(warehouse, run_id, flow_run_id, day, {**parameters, "date": day}, landed, skipped,
-                            failures, started)
+                            [failures[s.key] for s in todo if s.key in failures], started, totals.by_stage)
     return final_state(summary)
+
+
+def run_rounds(todo, budget: CostBudget | None, warehouse: str | None, run_id: str, totals: StageTotals):
+    """Submit every shard's first round, then, as validations complete, each shard's next round or its landing.
+
+    Returns the landing futures and the failures (one line each), by shard key. A stage's counts are added to
+    `totals` (and the progress hub) as it completes; a round whose stage failed after its retries fails its shard.
+    """
+    completed: queue.SimpleQueue = queue.SimpleQueue()
+    landings, failures, running = {}, {}, 0
+
+    def next_round(rounds: ShardRounds) -> None:
+        nonlocal running
+        shard, step = rounds.shard, rounds.next_step()
+        if step is None:  # done: it has its count, or stops short (the result says why)
+            landings[shard.key] = land_shard.submit(warehouse, opaque(rounds.result), run_id)
+            return
+        stages = []
+        solved = None
+        if step.draw:
+            # opaque(): resolve the upstream result but do not walk into it; Prefect's default traversal of
+            # a shard's hundreds of specs costs more than solving them.
+            sampled = sample_shard.submit(shard, step)
+            solved = solve_shard.submit(shard, step, opaque(sampled))
+            stages += [("sample", sampled), ("solve", solved)]
+        rendered = render_shard.submit(shard, step, None if solved is None else opaque(solved), opaque(rounds.spares),
+                                       budget)
+        validated = validate_shard.submit(shard, step, opaque(rendered), budget)
+        stages += [("render", rendered), ("validate", validated)]
+        for stage, future in stages:
+            running += 1
+            future.add_done_callback(lambda done, stage=stage: completed.put((rounds, step, stage, done, stages)))
+
+    for shard in todo:
+        next_round(ShardRounds(shard, budget))
+    while running:
+        rounds, step, stage, future, stages = completed.get()
+        running -= 1
+        future.wait()
+        if future.state.is_completed():
+            output = future.result()
+            totals.add(rounds.shard.key, step, stage, output.counts)
+            if stage == "validate":
+                rounds.add(output)
+                next_round(rounds)
+        elif stage == "validate":  # this or an earlier stage of the round failed after its retries
+            failures[rounds.shard.key] = shard_failure(rounds.shard.key, stages)
+    return landings, failures
 
 
 def run_summary(state) -> dict:
@@ -93,7 +146,9 @@ def run_generate_state(workers: int | None = None, runner: str = "threads", dask
                        processes: int | None = None, **parameters):
     """Run the flow on `runner` and return its final state: threads bounded to `workers` (default 4), their CPU work
     spread over `processes` worker processes (tasks.pool; default: see stage_processes), or Dask (flows.runners): a
-    local cluster of `workers` processes (default 2), or the scheduler at `dask_address`."""
+    local cluster of `workers` processes (default 2), or the scheduler at `dask_address`.
+
+    The progress hub followed here (tasks.progress.following, e.g. cli.progress's bar) counts the run as it goes."""
     from flows.runners import DEFAULT_DASK_WORKERS, check_runner, make_task_runner
     from warehouse.preflight import check_writable
 
@@ -111,17 +166,9 @@ def run_generate_state(workers: int | None = None, runner: str = "threads", dask
         return generate.with_options(task_runner=task_runner)(**parameters, return_state=True)
     finally:
         pool.shutdown()
-        forget_set_aside()
 
 
 def run_generate(workers: int | None = None, runner: str = "threads", dask_address: str | None = None,
                  processes: int | None = None, **parameters) -> dict:
     """Run the flow (see run_generate_state) and return the run summary."""
-    summary = run_summary(run_generate_state(workers, runner, dask_address, processes, **parameters))
-    if runner == "dask":  # the stages counted progress in the worker processes; bring this process's bar up to date
-        from tasks.progress import HUB
-
-        HUB.add(admitted=max(0, summary["admitted"] - HUB.counters.admitted),
-                rejected=max(0, summary["rejected"] - HUB.counters.rejected),
-                cost_usd=max(0.0, (summary["llm_cost_usd"] or 0.0) - HUB.counters.cost_usd))
-    return summary
+    return run_summary(run_generate_state(workers, runner, dask_address, processes, **parameters))

@@ -74,31 +74,6 @@ def quiet_distributed() -> None:
     # prefect-dask logs the dashboard link and cluster creation at INFO; Prefect's level is WARNING in the CLI.
 
 
-def _process_budget():
-    from setter.budget import BUDGET
-
-    return BUDGET
-
-
-def _process_hub():
-    from tasks.progress import HUB
-
-    return HUB
-
-
-def _pickle_process_globals_by_reference() -> None:
-    """The flow's code reaches workers by value (Prefect ships the flow run context), and with it the in-process
-    singletons it references (the LLM budget, the progress hub), which hold locks. They are per process by
-    design: pickle them as "this process's instance", so a worker uses its own."""
-    import copyreg
-
-    from setter.budget import CostBudget
-    from tasks.progress import ProgressHub
-
-    copyreg.pickle(CostBudget, lambda _: (_process_budget, ()))
-    copyreg.pickle(ProgressHub, lambda _: (_process_hub, ()))
-
-
 def _dask_task_runner_class():
     from prefect.utilities.annotations import opaque
     from prefect_dask import DaskTaskRunner
@@ -118,7 +93,8 @@ def _dask_task_runner_class():
 
 def check_runner(runner: str, dask_address: str | None = None, max_cost_usd: float | None = None) -> None:
     """Refuse, in one line, what cannot run: an unknown runner, an address without dask, a bad or unreachable
-    scheduler address, or a cost cap under dask (the budget is a per-process counter; workers are processes)."""
+    scheduler address, or a cost cap under dask (a run's budget is one counter in the flow's process, shared by the
+    stage threads that render; Dask's workers are other processes, and a shared counter across them is not built)."""
     if runner not in RUNNERS:
         raise RunnerError(f"unknown runner {runner!r}; choose one of {', '.join(RUNNERS)}")
     if dask_address and runner != "dask":
@@ -140,7 +116,6 @@ def make_task_runner(runner: str = "threads", workers: int = 4, dask_address: st
         return ThreadPoolTaskRunner(max_workers=workers)
     DaskTaskRunner = _dask_task_runner_class()  # noqa: N806 - a class
     quiet_distributed()
-    _pickle_process_globals_by_reference()
     if dask_address:
         return DaskTaskRunner(address=dask_address)
     # one thread per worker process: the stages are CPU-bound Python, so processes give the parallelism

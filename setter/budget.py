@@ -1,8 +1,16 @@
-"""A run's LLM spending limit (--max-cost-usd): checked before every model call, charged after it."""
+"""A run's LLM spending limit (--max-cost-usd): checked before every model call, charged after it.
+
+The generate flow makes one CostBudget per run and hands it to the stages that render; a stage puts it in force for
+its model calls with `spending(budget)` (a context variable, so the setters need not pass it along). Nothing here is
+global: two runs in one process keep two budgets, and none is sent to another process.
+"""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 
 class BudgetExhausted(Exception):
@@ -12,16 +20,12 @@ class BudgetExhausted(Exception):
 class CostBudget:
     """Thread-safe: the shards of one run render in parallel threads of one process."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.limit_usd: float | None = None
-        self.spent_usd = 0.0
-
-    def start(self, limit_usd: float | None) -> None:
+    def __init__(self, limit_usd: float | None = None) -> None:
         if limit_usd is not None and not limit_usd > 0:
             raise ValueError(f"--max-cost-usd must be positive, got {limit_usd}")
-        with self._lock:
-            self.limit_usd, self.spent_usd = limit_usd, 0.0
+        self._lock = threading.Lock()
+        self.limit_usd = limit_usd
+        self.spent_usd = 0.0
 
     def check(self) -> None:
         """Raise BudgetExhausted if the limit is reached (before a call is made)."""
@@ -41,5 +45,24 @@ class CostBudget:
         with self._lock:
             return self.limit_usd is not None and self.spent_usd >= self.limit_usd
 
+    def __reduce__(self):
+        raise TypeError("a CostBudget is one process's counter and is never sent to another process (with --runner "
+                        "dask, --max-cost-usd is refused)")
 
-BUDGET = CostBudget()
+
+_IN_FORCE: ContextVar[CostBudget | None] = ContextVar("vhd_llm_budget", default=None)
+
+
+@contextmanager
+def spending(budget: CostBudget | None) -> Iterator[CostBudget | None]:
+    """Within the block, model calls are checked against and charged to `budget` (None: no limit)."""
+    token = _IN_FORCE.set(budget)
+    try:
+        yield budget
+    finally:
+        _IN_FORCE.reset(token)
+
+
+def in_force() -> CostBudget | None:
+    """The budget the model calls of this context are charged to (None: no limit)."""
+    return _IN_FORCE.get()

@@ -8,11 +8,13 @@ never 0).
 
 from __future__ import annotations
 
-import contextvars
 import json
 import os
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +22,7 @@ from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attemp
 
 from schemas.shard import CallRecord
 from setter import llm_cache
-from setter.budget import BUDGET
+from setter.budget import in_force
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map at import
 
@@ -29,8 +31,19 @@ TRANSIENT_ERRORS = {"RateLimitError", "Timeout", "APIConnectionError", "ServiceU
 DEFAULT_RETRIES = 3  # further tries of a model after a transient error
 MAX_COMPLETION_TOKENS = 1500  # a rendering is ~500 tokens; bounds a runaway answer
 
-# The shard whose rendering is running in this thread: live progress is booked against it.
-CURRENT_SHARD: contextvars.ContextVar[str | None] = contextvars.ContextVar("vhd_current_shard", default=None)
+# Who hears of each model call as it is made (the stage that renders: it counts the calls live for the progress bar);
+# None: nobody. A context variable, set by the caller with `reporting_calls`: the setter between them passes nothing on.
+_LISTENER: ContextVar[Callable[[CallRecord], None] | None] = ContextVar("vhd_llm_call_listener", default=None)
+
+
+@contextmanager
+def reporting_calls(listener: Callable[[CallRecord], None] | None) -> Iterator[None]:
+    """Within the block, every model call (cache hits and failed tries too) is reported to `listener` as it ends."""
+    token = _LISTENER.set(listener)
+    try:
+        yield
+    finally:
+        _LISTENER.reset(token)
 
 
 class LlmCallFailed(Exception):
@@ -165,8 +178,11 @@ def _call_with_retries(model: str, messages, schema, options, instance_key: str,
                         wait=wait_exponential_jitter(initial=wait, max=30 * max(wait, 0.01), jitter=wait),
                         retry=retry_if_exception(is_transient_llm_error), reraise=False)
 
+    budget = in_force()
+
     def one_try() -> str:
-        BUDGET.check()
+        if budget is not None:
+            budget.check()
         started = time.perf_counter()
         try:
             response = litellm.completion(model=model, messages=messages, max_tokens=MAX_COMPLETION_TOKENS,
@@ -185,7 +201,8 @@ def _call_with_retries(model: str, messages, schema, options, instance_key: str,
         record = _record(model, instance_key, attempt, time.perf_counter() - started, prompt_tokens=prompt_tokens,
                          completion_tokens=completion_tokens, cost_usd=cost, cost_source=source)
         tries.append(record)
-        BUDGET.charge(cost)
+        if budget is not None:
+            budget.charge(cost)
         _publish(record)
         return response.choices[0].message.content or ""
 
@@ -210,6 +227,6 @@ def _record(model: str, instance_key: str, attempt: int, latency: float, *, cach
 
 
 def _publish(record: CallRecord) -> None:
-    from tasks.progress import HUB
-
-    HUB.record_call(record, shard=CURRENT_SHARD.get())
+    listener = _LISTENER.get()
+    if listener is not None:
+        listener(record)

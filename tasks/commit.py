@@ -10,9 +10,8 @@ import pandas as pd
 from prefect import task
 from prefect.states import Completed, Failed, State
 
-from tasks.common import WRITE_OPTIONS, cpu_hour_usd
+from tasks.common import WRITE_OPTIONS, StageCounts, cpu_hour_usd
 from tasks.land import LandedShard, sum_cost
-from tasks.progress import HUB
 from warehouse.landing import commit_run, committed_shards, land
 from warehouse.location import resolve_warehouse
 
@@ -79,13 +78,15 @@ def finished_shard_keys(warehouse: str | None, date: str) -> set[str]:
 
 
 def commit(warehouse: str | None, run_id: str, flow_run_id: str | None, date: str, parameters: dict,
-           landed: list[LandedShard], skipped_admitted: int, failures: list[str], started_at: dt.datetime) -> dict:
+           landed: list[LandedShard], skipped_admitted: int, failures: list[str], started_at: dt.datetime,
+           stages: dict[str, StageCounts] | None = None) -> dict:
     """Write the runs row and the commit marker; returns the run summary.
 
     `failures` are one line per shard that did not land, starting with its key ("KEY: stage failed ...").
+    `stages`: what the run's stages did, added up per stage (tasks.rounds.StageTotals), in the summary as
+    `stage_counts` (the runs row keeps its own figures, from what landed).
     """
     wh = resolve_warehouse(warehouse)
-    HUB.add(admitted=skipped_admitted)  # shards committed by an earlier run count as delivered
     finished = dt.datetime.now(dt.UTC)
     new = sum(s.admitted for s in landed)
     llm_cost = sum_cost([s.llm_cost_usd for s in landed])
@@ -116,7 +117,8 @@ def commit(warehouse: str | None, run_id: str, flow_run_id: str | None, date: st
     summary["incomplete_shards"] = sorted(s.shard_key for s in landed if s.short_by)  # a re-run redoes them
     commit_run(wh, run_id, date, files, summary)
     result = {**row, "warehouse": wh.url, "landed_shards": len(landed),
-              "failed_shards": [failure.split(":", 1)[0] for failure in failures]}
+              "failed_shards": [failure.split(":", 1)[0] for failure in failures],
+              "stage_counts": {stage: counts.amounts() for stage, counts in (stages or {}).items()}}
     publish_run_table(result, landed, skipped_admitted)
     return result
 

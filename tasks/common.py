@@ -1,10 +1,12 @@
-"""What every stage task shares: its retry policy, and a cache keyed by shard and code version."""
+"""What every stage task shares: the counts it returns with its result, its retry policy, and a cache keyed by
+shard, round and code version."""
 
 from __future__ import annotations
 
 import hashlib
 import os
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, Generic, TypeVar
 
 from prefect.cache_policies import NO_CACHE, CachePolicy
 from prefect.context import TaskRunContext
@@ -12,10 +14,66 @@ from prefect.serializers import PickleSerializer
 from prefect.tasks import exponential_backoff
 
 import mechanisms
-from schemas.shard import ShardSpec
+from schemas.shard import CallRecord, ShardSpec
 
-CODE_VERSION = "0.1.0"
+CODE_VERSION = "0.2.0"  # 0.2.0: stages return StageCounts with their results and run in rounds (issue 17)
 TRANSIENT = (TimeoutError, ConnectionError, OSError)
+T = TypeVar("T")
+
+
+@dataclass
+class StageCounts:
+    """What one stage did, returned with its result (as datatrove's pipeline blocks keep their stats): environments
+    admitted and rejected attempts (validate), model requests, cached and failed ones, fresh tokens and known USD
+    (render, validate), and the compute seconds the stage's work took where it ran. The flow adds them up."""
+
+    admitted: int = 0
+    rejected: int = 0
+    llm_calls: int = 0  # model requests made, cached answers included
+    llm_cached: int = 0
+    llm_failed: int = 0
+    tokens: int = 0  # of fresh answers (a cached answer costs none)
+    cost_usd: float = 0.0  # of the calls whose cost is known (the landed rows keep unknown as null)
+    seconds: float = 0.0
+
+    def __add__(self, other: StageCounts) -> StageCounts:
+        return StageCounts(**{name: getattr(self, name) + getattr(other, name) for name in COUNT_FIELDS})
+
+    @classmethod
+    def of_call(cls, call: CallRecord) -> StageCounts:
+        """One model request's counts."""
+        tokens = 0 if call.cache_hit else (call.prompt_tokens or 0) + (call.completion_tokens or 0)
+        return cls(llm_calls=1, llm_cached=int(call.cache_hit), llm_failed=int(call.error is not None),
+                   tokens=tokens, cost_usd=call.cost_usd or 0.0)
+
+    @classmethod
+    def of_calls(cls, calls: list[CallRecord]) -> StageCounts:
+        return sum((cls.of_call(call) for call in calls), cls())
+
+    def amounts(self) -> dict[str, float]:
+        return {name: getattr(self, name) for name in COUNT_FIELDS}
+
+
+COUNT_FIELDS = [f.name for f in fields(StageCounts)]
+
+
+@dataclass
+class Staged(Generic[T]):
+    """A stage's result: its items, one per instance, in index order, and what the stage did (StageCounts)."""
+
+    items: list[T]
+    counts: StageCounts
+
+
+@dataclass(frozen=True)
+class Step:
+    """One round of a shard's stages (tasks.rounds): instances `start` .. `start + draw - 1` are drawn (draw 0: the
+    spares the previous round left suffice), and `need` more environments are to be admitted."""
+
+    number: int
+    start: int
+    draw: int
+    need: int
 
 
 def is_transient(error: BaseException | None) -> bool:
@@ -57,10 +115,11 @@ def retry_stage(task, task_run, state) -> bool:
 
 
 class ShardStagePolicy(CachePolicy):
-    """Cache a stage's result by (stage, shard content, family version, code version) and nothing else.
+    """Cache a stage's result by (stage, shard content, round, family version, code version) and nothing else.
 
     Prefect's default policy includes the flow run id and so caches nothing across runs; this one lets
-    a re-run of the same night skip every stage that already finished.
+    a re-run of the same night skip every stage that already finished. A round's inputs follow from the shard and
+    the rounds before it, so (shard, round: its first index, draw and need) names them.
     """
 
     def compute_key(self, task_ctx: TaskRunContext, inputs: dict[str, Any], flow_parameters: dict[str, Any],
@@ -68,29 +127,31 @@ class ShardStagePolicy(CachePolicy):
         shard = inputs.get("shard")
         if not isinstance(shard, ShardSpec):
             return None
-        from setter.budget import BUDGET
-
-        if BUDGET.limit_usd is not None:
+        if inputs.get("budget") is not None:
             return None  # a budget can cut a stage short: never cache such results (model answers are cached)
         version = mechanisms.get(shard.family).version
         # per warehouse: the cache resumes a run into the same warehouse; another warehouse starts afresh
         # (its model answers still come from the LLM disk cache, at no cost)
         warehouse = hashlib.sha256(str(flow_parameters.get("warehouse")).encode()).hexdigest()[:8]
-        return f"vhd-{task_ctx.task.name}-{shard.key}-{warehouse}-v{version}-{CODE_VERSION}"
+        step = inputs.get("step")
+        round_key = "" if step is None else f"-r{step.number}-{step.start}-{step.draw}-{step.need}"
+        return f"vhd-{task_ctx.task.name}-{shard.key}{round_key}-{warehouse}-v{version}-{CODE_VERSION}"
 
 
 def shard_run_name(stage: str):
     """The task-run name of a shard stage, as Prefect's UI lists it: `render-knapsack-train-0003`.
 
     Prefect calls it with the task's resolved parameters: the shard itself (sample, solve, render, validate) or the
-    validated result that carries it (land). A name is never a reason to fail a stage: without a shard, the stage.
+    validated result that carries it (land). A shard's second and later rounds add theirs: `sample-lp-train-0002-r2`.
+    A name is never a reason to fail a stage: without a shard, the stage.
     """
 
     def name(parameters: dict[str, Any]) -> str:
         shard = parameters.get("shard", getattr(parameters.get("result"), "shard", None))
         if not isinstance(shard, ShardSpec):
             return stage
-        return f"{stage}-{shard.family}-{shard.split}-{shard.index:04d}"
+        number = getattr(parameters.get("step"), "number", 1)
+        return f"{stage}-{shard.family}-{shard.split}-{shard.index:04d}" + (f"-r{number}" if number > 1 else "")
 
     name.__name__ = f"{stage}_run_name"
     return name

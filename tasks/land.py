@@ -16,7 +16,6 @@ from mechanisms.base import ONLINE_BASELINE
 from schemas.envspec import Difficulty
 from tasks import pool
 from tasks.common import WRITE_OPTIONS, cpu_hour_usd, shard_run_name
-from tasks.progress import HUB
 from tasks.validate import ShardResult, checks_json
 from warehouse.landing import land
 from warehouse.location import resolve_warehouse
@@ -114,14 +113,8 @@ def write_shard(warehouse: str, result: ShardResult, run_id: str) -> LandedShard
 
 
 def land_result(warehouse: str, result: ShardResult, run_id: str) -> LandedShard:
-    """Write the shard's tables (in a worker process when the pool has any) and settle its live counts."""
-    landed = pool.call(write_shard, warehouse, result, run_id)
-    fresh = [c for c in result.calls if not c.cache_hit]
-    HUB.settle(result.shard.key, admitted=landed.admitted, rejected=landed.rejected,
-               cost_usd=sum(c.cost_usd or 0.0 for c in result.calls), llm_calls=len(result.calls),
-               llm_cached=len(result.calls) - len(fresh), llm_failed=sum(c.error is not None for c in result.calls),
-               tokens=sum((c.prompt_tokens or 0) + (c.completion_tokens or 0) for c in fresh))
-    return landed
+    """Write the shard's tables (in a worker process when the pool has any)."""
+    return pool.call(write_shard, warehouse, result, run_id)
 
 
 land_shard = task(name="land", task_run_name=shard_run_name("land"), **WRITE_OPTIONS)(land_result)

@@ -1,17 +1,26 @@
-"""sample: draw the parameters of a shard's instances, one RNG per instance seeded with (shard seed, index)."""
+"""sample: draw the parameters of a shard's instances, one RNG per instance seeded with (shard seed, index).
+
+Many samplers solve to judge a draw (is the default policy far enough from the optimum?): what they solved for the
+parameters they return is handed on with them, and the solve stage does not solve it again.
+"""
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+
 import numpy as np
 from prefect import task
+from pydantic import BaseModel
 
 import mechanisms
+from mechanisms.base import Solution, remembered_solutions
 from schemas.shard import Instance, ShardSpec
 from tasks import pool
-from tasks.common import STAGE_OPTIONS, shard_run_name
+from tasks.common import STAGE_OPTIONS, StageCounts, Staged, Step, shard_run_name
 
 # Instances drawn per admitted environment requested, beyond the count: spares for rejected renderings. The template
-# setter's renderings are rarely rejected (under 1%), so it draws none and the validator draws more when it must;
+# setter's renderings are rarely rejected (under 1%), so it draws none and a later round draws more when it must;
 # an LLM setter's are (a third at the first attempt), and its spares are solved ahead, rendered only when needed.
 # Instance i is seeded by (shard seed, i) and taken in index order either way: the same environments land.
 OVERSAMPLE = {"template": 0.0}
@@ -19,37 +28,48 @@ DEFAULT_OVERSAMPLE = 0.25
 
 
 def initial_count(shard: ShardSpec) -> int:
-    """How many instances a shard draws up front."""
+    """How many instances a shard draws in its first round."""
     extra = OVERSAMPLE.get(shard.setter, DEFAULT_OVERSAMPLE)
     return shard.count + (int(shard.count * extra) + 2 if extra else 0)
 
 
-def sample_instances(shard: ShardSpec, start: int = 0, n: int | None = None) -> list[Instance]:
+@dataclass
+class Drawn:
+    """One sampled instance: its parameters as the sampler made them (and as data, in `instance`), the solution the
+    sampler computed for them if it solved them (else None), and the seconds the drawing took."""
+
+    instance: Instance
+    params: BaseModel
+    solution: Solution | None
+    seconds: float
+
+
+def draw(shard: ShardSpec, start: int, n: int) -> list[Drawn]:
+    """Instances `start` .. `start + n - 1` of the shard."""
     mechanism = mechanisms.get(shard.family)
-    n = initial_count(shard) if n is None else n
-    instances = []
+    drawn = []
     for index in range(start, start + n):
+        started = time.perf_counter()
         seed = [shard.seed, index]
         size, horizon = shard.cell(index)
-        params = mechanism.sample(np.random.default_rng(seed), size, horizon)
-        instances.append(Instance(key=shard.instance_key(index), index=index, seed=seed, size=size,
-                                  horizon=horizon, params=params.model_dump(mode="json")))
-    return instances
+        with remembered_solutions() as solved:
+            params = mechanism.sample(np.random.default_rng(seed), size, horizon)
+        instance = Instance(key=shard.instance_key(index), index=index, seed=seed, size=size, horizon=horizon,
+                            params=params.model_dump(mode="json"))
+        solution = solved.solution(mechanism.id, params) if solved else None
+        drawn.append(Drawn(instance, params, solution, time.perf_counter() - started))
+    return drawn
 
 
-def sample_stage(shard: ShardSpec) -> list[Instance]:
-    """The stage task's body: the shard's instances, drawn in a worker process when the pool has any.
+def sample_instances(shard: ShardSpec, start: int = 0, n: int | None = None) -> list[Instance]:
+    """The instances alone (parameters as data): `n` from index `start` (default: the first round's)."""
+    return [item.instance for item in draw(shard, start, initial_count(shard) if n is None else n)]
 
-    Samplers that solve to judge a draw would solve each instance twice, once here and once in the solve stage: the
-    worker also solves what it drew, with the sampler's solutions remembered, and leaves the result to the solve
-    stage of this process (tasks.solve.solve_stage), which takes it instead of solving again.
-    """
-    from tasks.solve import sample_ahead, set_aside
 
-    instances, solved = pool.call(sample_ahead, shard)
-    if solved is not None:
-        set_aside(shard, solved)
-    return instances
+def sample_stage(shard: ShardSpec, step: Step) -> Staged[Drawn]:
+    """The stage task's body: the round's instances, drawn in a worker process when the pool has any."""
+    drawn = pool.call(draw, shard, step.start, step.draw)
+    return Staged(drawn, StageCounts(seconds=sum(item.seconds for item in drawn)))
 
 
 sample_shard = task(name="sample", task_run_name=shard_run_name("sample"), **STAGE_OPTIONS)(sample_stage)

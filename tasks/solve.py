@@ -1,88 +1,53 @@
-"""solve: exact reference u*, the default policy's u0 and the idle policy's u_idle for every instance."""
+"""solve: exact reference u*, the default policy's u0 and the idle policy's u_idle for every instance.
+
+An instance the sampler already solved (tasks.sample.Drawn.solution) keeps that solution: only the policies' and
+baselines' utilities are computed here.
+"""
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
 
 from prefect import task
+from pydantic import BaseModel
 
 import mechanisms
-from mechanisms.base import Outcome, remembered_solutions
+from mechanisms.base import Outcome
 from schemas.shard import Instance, ShardSpec
 from tasks import pool
-from tasks.common import STAGE_OPTIONS, shard_run_name
+from tasks.common import STAGE_OPTIONS, StageCounts, Staged, Step, shard_run_name
+from tasks.sample import Drawn, draw, initial_count
 
 
 @dataclass
 class Solved:
     instance: Instance
+    params: BaseModel  # the parameters as the sampler made them (the later stages do not parse them again)
     outcome: Outcome
-    seconds: float
+    seconds: float  # drawing and solving the instance
 
 
-def solve_instances(shard: ShardSpec, instances: list[Instance]) -> list[Solved]:
+def solve_drawn(shard: ShardSpec, drawn: list[Drawn]) -> list[Solved]:
     mechanism = mechanisms.get(shard.family)
     solved = []
-    for instance in instances:
+    for item in drawn:
         started = time.perf_counter()
-        outcome = mechanism.outcome(mechanism.params_from_data(instance.params))
-        solved.append(Solved(instance, outcome, time.perf_counter() - started))
+        outcome = mechanism.outcome(item.params, item.solution)
+        solved.append(Solved(item.instance, item.params, outcome, item.seconds + time.perf_counter() - started))
     return solved
 
 
 def sample_and_solve(shard: ShardSpec, start: int = 0, n: int | None = None) -> list[Solved]:
-    """Draw instances and solve them in one go; a solution the sampler computed is not computed again. Each
-    instance's seconds count its drawing too (its compute cost includes the sampler's solving)."""
-    from tasks.sample import initial_count, sample_instances
-
-    solved = []
-    for index in range(start, start + (initial_count(shard) if n is None else n)):
-        started = time.perf_counter()
-        with remembered_solutions():
-            [instance] = sample_instances(shard, index, 1)
-            [item] = solve_instances(shard, [instance])
-        solved.append(Solved(instance, item.outcome, time.perf_counter() - started))
-    return solved
+    """Draw instances and solve them (no Prefect, no pool): `n` from index `start` (default: the first round's)."""
+    return solve_drawn(shard, draw(shard, start, initial_count(shard) if n is None else n))
 
 
-def sample_ahead(shard: ShardSpec) -> tuple[list[Instance], list[Solved] | None]:
-    """The sample stage's work: the shard's instances and, solved ahead, their references (None when solving failed:
-    that failure is the solve stage's to report, with its own retries)."""
-    from tasks.sample import sample_instances
-
-    try:
-        solved = sample_and_solve(shard)
-    except Exception:  # noqa: BLE001 - solved again, and reported, by the solve stage
-        return sample_instances(shard), None
-    return [item.instance for item in solved], solved
-
-
-# solutions computed while sampling, by shard key, until this process's solve stage of that shard takes them
-_set_aside: dict[str, list[Solved]] = {}
-_set_aside_lock = threading.Lock()
-
-
-def set_aside(shard: ShardSpec, solved: list[Solved]) -> None:
-    with _set_aside_lock:
-        _set_aside[shard.key] = solved
-
-
-def forget_set_aside() -> None:
-    """Drop what no solve stage took (its result came from Prefect's cache): called when a run ends."""
-    with _set_aside_lock:
-        _set_aside.clear()
-
-
-def solve_stage(shard: ShardSpec, instances: list[Instance]) -> list[Solved]:
-    """The stage task's body: the solutions set aside while sampling these very instances, else the instances
-    solved in a worker process when the pool has any (a sample result from Prefect's cache comes alone)."""
-    with _set_aside_lock:
-        solved = _set_aside.pop(shard.key, None)
-    if solved is not None and [s.instance for s in solved] == instances:
-        return solved
-    return pool.call(solve_instances, shard, instances)
+def solve_stage(shard: ShardSpec, step: Step, sampled: Staged[Drawn]) -> Staged[Solved]:
+    """The stage task's body: the sampled instances solved, in a worker process when the pool has any."""
+    solved = pool.call(solve_drawn, shard, sampled.items)
+    seconds = sum(item.seconds for item in solved) - sum(item.seconds for item in sampled.items)
+    return Staged(solved, StageCounts(seconds=seconds))
 
 
 solve_shard = task(name="solve", task_run_name=shard_run_name("solve"), **STAGE_OPTIONS)(solve_stage)

@@ -1,9 +1,16 @@
-"""validate: admit rendered environments through the real runtime; re-render rejected ones (bounded)."""
+"""validate: admit rendered environments through the real runtime, in index order; re-render rejected ones (bounded).
+
+A stage validates one round's renderings of a shard (tasks.rounds) and never draws instances itself: when the
+round's renderings run out before the shard has what it needs, the flow runs another round. A rejected rendering
+is re-rendered here, with the rejection as feedback, before the next instance is looked at: the instances are
+taken in index order, so that the same environments land whatever the rounds.
+"""
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -12,16 +19,14 @@ from prefect import task
 from envs.admission import Admission, admit
 from schemas.envspec import EnvSpec
 from schemas.shard import CallRecord, ShardSpec
-from setter.budget import BUDGET
-from tasks import pool
-from tasks.common import STAGE_OPTIONS, shard_run_name
-from tasks.progress import HUB
-from tasks.render import Candidate, render_candidate, render_stage
-from tasks.solve import sample_and_solve
+from setter.budget import CostBudget
+from tasks import pool, progress
+from tasks.common import STAGE_OPTIONS, StageCounts, Staged, Step, shard_run_name
+from tasks.render import Candidate, model_calls, render_one
+from tasks.solve import Solved
 
-# rejections no rendering can fix (they depend on the instance and its budget only): the next instance is drawn instead
+# rejections no rendering can fix (they depend on the instance and its budget only): the next instance is taken instead
 INSTANCE_CHECKS = {"C2", "ceiling", "difficulty"}
-MAX_INSTANCES_PER_ADMITTED = 5
 
 
 @dataclass
@@ -55,6 +60,16 @@ class ShardResult:
     budget_exhausted: bool = False
 
 
+@dataclass
+class Validated:
+    """A validate stage's result: the round's admitted environments, attempts and calls (`result`), the solved
+    instances it did not reach that were never rendered (spares for the next round, in index order), and its counts."""
+
+    result: ShardResult
+    spares: list[Solved]
+    counts: StageCounts
+
+
 def admit_timed(spec: EnvSpec) -> tuple[Admission, str | None, float]:
     """The admission verdict, the environment's id when admitted, and the seconds they took where they ran (time
     queued for a worker is not compute)."""
@@ -64,61 +79,51 @@ def admit_timed(spec: EnvSpec) -> tuple[Admission, str | None, float]:
     return verdict, env_id, time.perf_counter() - started
 
 
-def _draw_candidates(shard: ShardSpec, start: int, n: int) -> list[Candidate]:
-    """`n` more instances from index `start`: sampled and solved (in a worker process when the pool has any), then
-    rendered by the stage's own rule (see render_stage)."""
-    return render_stage(shard, pool.call(sample_and_solve, shard, start, n))
-
-
 def _speculate(candidates: list[Candidate]) -> dict[int, Future]:
     """Start the admission of every rendered candidate at once: the pool's processes check them side by side, and
-    the verdicts are still taken in index order. Every rendered candidate is taken before any spare is rendered, so
-    none of this work is wasted."""
+    the verdicts are still taken in index order. A round renders what its shard still needs, so little of this work
+    is wasted."""
     return {id(c): pool.submit(admit_timed, c.spec) for c in candidates if c.spec is not None and not c.pending}
 
 
-def validate_candidates(shard: ShardSpec, candidates: list[Candidate]) -> ShardResult:
-    """Take instances in index order until `shard.count` are admitted (drawing more if needed)."""
-    result = ShardResult(shard)
-    queue = list(candidates)
-    verdicts = _speculate(queue)
-    next_index = max((c.solved.instance.index for c in candidates), default=-1) + 1
-    limit = shard.count * MAX_INSTANCES_PER_ADMITTED + 10
-    while len(result.admitted) < shard.count:
-        if queue and queue[0].budget_exhausted or BUDGET.exhausted and not queue:
-            result.short_by = shard.count - len(result.admitted)
+def validate_candidates(shard: ShardSpec, candidates: list[Candidate], need: int | None = None,
+                        report: Callable[[StageCounts], None] | None = None) -> Validated:
+    """Take the rendered candidates in index order until `need` (default the shard's count) are admitted, the
+    renderings run out (the pending spares are handed back) or the budget stopped the rendering. Each admission and
+    rejection is reported as it is decided (`report`); re-renderings are charged to the budget in force."""
+    need = shard.count if need is None else need
+    report = report or (lambda counts: None)
+    result, counts = ShardResult(shard), StageCounts()
+    verdicts = _speculate(candidates)
+    spares: list[Solved] = []
+    taken = 0
+    for candidate in candidates:
+        if len(result.admitted) >= need:
+            break
+        if candidate.pending:  # the pending spares follow the rendered candidates: the rest are all spares
+            spares = [c.solved for c in candidates[taken:]]
+            break
+        if candidate.budget_exhausted:
             result.budget_exhausted = True  # stop cleanly: what was admitted lands
             break
-        if not queue:
-            if next_index >= limit:
-                result.short_by = shard.count - len(result.admitted)
-                break
-            n = min(shard.count - len(result.admitted) + 2, limit - next_index)
-            queue = _draw_candidates(shard, next_index, n)
-            verdicts = _speculate(queue)
-            next_index += n
-        candidate = queue.pop(0)
-        if candidate.pending:
-            candidate = render_candidate(shard, candidate.solved)
-            if candidate.budget_exhausted:
-                queue.insert(0, candidate)
-                continue
-        _admit_instance(shard, candidate, result, verdicts.pop(id(candidate), None))
+        counts += _admit_instance(shard, candidate, result, verdicts.pop(id(candidate), None), report)
+        taken += 1
     for unused in verdicts.values():
         unused.cancel()
-    result.calls.extend(call for c in queue for call in c.calls)  # rendered but not needed: still paid for
-    return result
+    result.calls.extend(call for c in candidates[taken:] for call in c.calls)  # rendered, not needed: still paid for
+    return Validated(result, spares, counts)
 
 
-def _admit_instance(shard: ShardSpec, candidate: Candidate, result: ShardResult,
-                    verdict_future: Future | None = None) -> None:
+def _admit_instance(shard: ShardSpec, candidate: Candidate, result: ShardResult, verdict_future: Future | None,
+                    report: Callable[[StageCounts], None]) -> StageCounts:
+    """Validate one instance: its rendering, then re-renderings with the rejection as feedback while they can help.
+    Returns what this did (the first rendering's calls were the render stage's)."""
     solved = candidate.solved
-    spent, calls, rejected = solved.seconds, [], 0
+    spent, calls, rejected, admitted = solved.seconds, [], 0, False
+    counts = StageCounts()
     while True:
         calls.extend(candidate.calls)
-        if candidate.budget_exhausted:  # no call was made: not an attempt, and the shard stops after this
-            if rejected:
-                HUB.add(rejected=rejected, shard=shard.key)
+        if candidate.budget_exhausted:  # no call was made: not an attempt, and the shard stops after this round
             break
         if candidate.spec is None:
             admitted, reason, check, checks, env_id = False, f"setter: {candidate.failure}", "setter", {}, None
@@ -130,23 +135,37 @@ def _admit_instance(shard: ShardSpec, candidate: Candidate, result: ShardResult,
             admitted, reason, check, checks = verdict.admitted, verdict.reason, verdict.check, verdict.checks
         seconds = candidate.seconds + admission_seconds
         spent += seconds
+        counts.seconds += admission_seconds
         result.attempts.append(AttemptRecord(solved.instance.key, solved.instance.index, candidate.attempt, admitted,
                                              reason, env_id, checks, seconds))
         if admitted:
             result.admitted.append(AdmittedEnv(candidate.spec, solved.instance.key, candidate.attempt, spent, calls))
-            HUB.add(admitted=1, rejected=rejected, shard=shard.key)
             break
         rejected += 1
         if check in INSTANCE_CHECKS or candidate.attempt >= shard.max_attempts:
-            HUB.add(rejected=rejected, shard=shard.key)
             break
-        candidate = render_candidate(shard, solved, candidate.attempt + 1, feedback=reason)
+        candidate = render_one(shard, solved, candidate.attempt + 1, feedback=reason)
+        counts += StageCounts.of_calls(candidate.calls)
+        counts.seconds += candidate.seconds
+    decided = StageCounts(admitted=int(admitted), rejected=rejected)
+    if decided.admitted or decided.rejected:
+        report(decided)
     result.calls.extend(calls)
+    return counts + decided
 
 
-validate_shard = task(name="validate", task_run_name=shard_run_name("validate"), **STAGE_OPTIONS)(
-    validate_candidates)
+def validate_stage(shard: ShardSpec, step: Step, rendered: Staged[Candidate],
+                   budget: CostBudget | None = None) -> Validated:
+    """The stage task's body: the round's renderings validated; re-renderings are charged to `budget` and every
+    admission, rejection and model call is counted live (tasks.progress)."""
+    key = progress.stage_key(shard.key, step.number, "validate")
+    with model_calls(key, budget):
+        return validate_candidates(shard, rendered.items, step.need, progress.live(key))
+
+
+validate_shard = task(name="validate", task_run_name=shard_run_name("validate"), **STAGE_OPTIONS)(validate_stage)
 
 
 def checks_json(checks: dict) -> str:
+    """An attempt's checks as the attempts table stores them."""
     return json.dumps(checks, sort_keys=True, default=str)

@@ -12,7 +12,7 @@ import pytest
 from envs.admission import admit
 from envs.difficulty import measure
 from setter.base import RenderFailed
-from setter.budget import BUDGET, BudgetExhausted
+from setter.budget import BudgetExhausted, CostBudget, spending
 from setter.llm import LitellmSetter, draft_schema
 from setter.spec import build_spec
 from setter.template import TemplateSetter, bindable_operations
@@ -26,9 +26,7 @@ def isolated(monkeypatch, tmp_path):
     monkeypatch.setenv("VHD_LLM_CACHE", str(tmp_path / "llm-cache"))
     monkeypatch.setenv("VHD_LLM_RETRY_WAIT", "0.01")
     monkeypatch.delenv("VHD_LLM_OPTIONS", raising=False)
-    BUDGET.start(None)
     yield
-    BUDGET.start(None)
 
 
 def _render(model=MODEL, fallback=None, key="key", attempt=1, feedback=None):
@@ -162,11 +160,11 @@ def test_a_bad_request_is_not_retried(monkeypatch):
 def test_the_budget_stops_calls_before_they_are_made(monkeypatch):
     m, params, outcome, budget = instance()
     scripted = ScriptedModel(monkeypatch, [text(good_draft(m, params, outcome, budget))])
-    BUDGET.start(1e-9)
-    _render(key="first")  # the first call is allowed and spends the budget
-    with pytest.raises(BudgetExhausted):
-        _render(key="second")
-    assert len(scripted.requests) == 1 and BUDGET.exhausted
+    with spending(CostBudget(1e-9)) as budget:
+        _render(key="first")  # the first call is allowed and spends the budget
+        with pytest.raises(BudgetExhausted):
+            _render(key="second")
+    assert len(scripted.requests) == 1 and budget.exhausted
 
 
 def test_feedback_goes_back_to_the_model(monkeypatch):

@@ -9,14 +9,11 @@ import json
 import litellm
 import pytest
 
-from setter.budget import BUDGET
+from setter.budget import CostBudget
 from tasks.commit import commit, finished_shard_keys
 from tasks.land import land_result
 from tasks.plan import plan_shards
-from tasks.render import render_candidates
-from tasks.sample import sample_instances
-from tasks.solve import solve_instances
-from tasks.validate import validate_candidates
+from tasks.rounds import run_shard
 from tests.setter.llm_script import ScriptedModel, good_draft, instance, text
 from warehouse.catalog import run_query
 from warehouse.location import resolve_warehouse
@@ -31,9 +28,6 @@ def isolated(monkeypatch, tmp_path):
     monkeypatch.setenv("VHD_LLM_CACHE", str(tmp_path / "llm-cache"))
     monkeypatch.setenv("VHD_LLM_RETRY_WAIT", "0.01")
     monkeypatch.delenv("VHD_LLM_OPTIONS", raising=False)
-    BUDGET.start(None)
-    yield
-    BUDGET.start(None)
 
 
 def _good():
@@ -41,13 +35,12 @@ def _good():
 
 
 def run_llm(warehouse, count=3, run_id="llm-run", budget=None):
-    BUDGET.start(budget)
+    budget = None if budget is None else CostBudget(budget)  # one per run, as the flow makes it
     shards = plan_shards(DATE, count, "inventory_dp", setter="litellm", model=MODEL)
     finished = finished_shard_keys(warehouse, DATE)
     landed = []
     for shard in (s for s in shards if s.key not in finished):
-        result = validate_candidates(shard, render_candidates(shard, solve_instances(shard, sample_instances(shard))))
-        landed.append(land_result(warehouse, result, run_id))
+        landed.append(land_result(warehouse, run_shard(shard, budget), run_id))
     return commit(warehouse, run_id, None, DATE, {"count": count}, landed, 0, [], dt.datetime.now(dt.UTC))
 
 

@@ -20,15 +20,11 @@ HARD_PLAN = {"date": "2026-01-01", "count": 13, "families": None, "difficulty": 
 def landed_ids(date: str, count: int, families: str | None, difficulty: str | None = None) -> dict[str, list[str]]:
     """The stage functions one after the other in this process (no Prefect, no pool): admitted ids per shard."""
     from tasks.plan import plan_shards
-    from tasks.render import render_candidates
-    from tasks.sample import sample_instances
-    from tasks.solve import solve_instances
-    from tasks.validate import validate_candidates
+    from tasks.rounds import run_shard
 
     ids = {}
     for shard in plan_shards(date, count, families, difficulty=difficulty):
-        candidates = render_candidates(shard, solve_instances(shard, sample_instances(shard)))
-        ids[shard.key] = [env.spec.env_id for env in validate_candidates(shard, candidates).admitted]
+        ids[shard.key] = [env.spec.env_id for env in run_shard(shard).admitted]
     return ids
 
 

@@ -7,16 +7,13 @@ import datetime as dt
 
 import pytest
 
-from setter.budget import BUDGET
+from setter.budget import CostBudget
 from tasks import pool
 from tasks.commit import commit
 from tasks.land import land_result
 from tasks.plan import plan_shards
-from tasks.progress import HUB
-from tasks.render import render_stage
-from tasks.sample import sample_stage
-from tasks.solve import solve_stage
-from tasks.validate import validate_candidates
+from tasks.progress import ProgressHub, following
+from tasks.rounds import run_shard
 from tests.setter.llm_script import ScriptedModel, good_draft, instance, text
 from warehouse.catalog import run_query
 from warehouse.location import resolve_warehouse
@@ -34,12 +31,11 @@ def processes():
     pool.configure(0)
 
 
-def run_stages(warehouse: str, shards, run_id: str):
+def run_stages(warehouse: str, shards, run_id: str, budget: CostBudget | None = None):
     """The stage bodies in the order the generate flow calls them (without Prefect)."""
     landed = []
     for shard in shards:
-        candidates = render_stage(shard, solve_stage(shard, sample_stage(shard)))
-        landed.append(land_result(warehouse, validate_candidates(shard, candidates), run_id))
+        landed.append(land_result(warehouse, run_shard(shard, budget), run_id))
     return landed
 
 
@@ -77,14 +73,13 @@ def test_worker_processes_land_the_same_environments_and_attempts(tmp_path):
 def test_progress_counts_each_environment_as_it_is_admitted(tmp_path, processes):
     shards = plan_shards(DATE, 12, "knapsack", shard_size=12)
     seen: list[int] = []
-    HUB.reset(12)
+    hub = ProgressHub()
+    hub.reset(12)
     listener = seen.append
-    HUB.subscribe(lambda counters: listener(counters.admitted))
-    try:
+    hub.subscribe(lambda counters: listener(counters.admitted))
+    with following(hub):
         run_stages(str(tmp_path / "wh"), shards, "progress")
-    finally:
-        HUB._listeners.clear()
-    assert HUB.counters.admitted == 12
+    assert hub.counters.admitted == 12
     assert set(range(1, 13)) <= set(seen)  # every admission was counted when it happened, one at a time
 
 
@@ -93,12 +88,9 @@ def test_the_llm_budget_stops_the_run_with_worker_processes(tmp_path, monkeypatc
     monkeypatch.setenv("VHD_LLM_RETRY_WAIT", "0.01")
     monkeypatch.delenv("VHD_LLM_OPTIONS", raising=False)
     scripted = ScriptedModel(monkeypatch, [text(good_draft(*instance()))])  # the model answers in this process
-    BUDGET.start(1e-7)  # below one call's price: the first call spends it
-    try:
-        shards = plan_shards(DATE, 6, "inventory_dp", setter="litellm", model="gpt-4o-mini")
-        landed = run_stages(str(tmp_path / "wh"), shards, "budgeted")
-    finally:
-        BUDGET.start(None)
+    budget = CostBudget(1e-7)  # below one call's price: the first call spends it
+    shards = plan_shards(DATE, 6, "inventory_dp", setter="litellm", model="gpt-4o-mini")
+    landed = run_stages(str(tmp_path / "wh"), shards, "budgeted", budget)
     admitted = sum(shard.admitted for shard in landed)
     assert 1 <= admitted < 6 and len(scripted.requests) == admitted
     assert any(shard.budget_exhausted for shard in landed)

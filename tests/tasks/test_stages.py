@@ -9,10 +9,7 @@ import pytest
 from tasks.commit import commit
 from tasks.land import land_result
 from tasks.plan import PlanError, plan_shards
-from tasks.render import render_candidates
-from tasks.sample import sample_instances
-from tasks.solve import solve_instances
-from tasks.validate import validate_candidates
+from tasks.rounds import run_shard
 from warehouse.catalog import run_query
 from warehouse.location import resolve_warehouse
 
@@ -21,7 +18,7 @@ def run_plain(warehouse, date="2026-03-01", count=30, families="inventory_dp", s
     shards = plan_shards(date, count, families, shard_size=shard_size)
     landed, results = [], []
     for shard in shards:
-        result = validate_candidates(shard, render_candidates(shard, solve_instances(shard, sample_instances(shard))))
+        result = run_shard(shard)
         results.append(result)
         landed.append(land_result(warehouse, result, "test-run"))
     summary = commit(warehouse, f"run-{date}-{count}", None, shards[0].date, {"count": count}, landed, 0, [],
@@ -82,7 +79,7 @@ def test_a_shard_that_runs_out_of_instances_makes_the_run_partial_and_says_why(t
     # 60 customers x 16 sites always describe in more than the admission limit of text: nothing is admitted
     shard = ShardSpec(date="2026-03-09", family="facility_location", family_version=1, split="train", index=0, count=2,
                       size=60, horizon=16)
-    result = validate_candidates(shard, render_candidates(shard, solve_instances(shard, sample_instances(shard))))
+    result = run_shard(shard)
     assert result.short_by == 2 and not result.admitted
     assert {a.reason for a in result.attempts} == {"structure: an instruction text is longer than 6000 characters"}
     summary = commit(str(tmp_path), "run-short", None, shard.date, {"count": 2},

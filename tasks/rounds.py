@@ -1,0 +1,114 @@
+"""rounds: a shard runs sample -> solve -> render -> validate once per instance, in rounds, until it has its count.
+
+The first round draws the shard's count (an LLM setter a few spares more: tasks.sample.initial_count). When
+validation leaves the shard short (an instance's renderings were all rejected), the next round takes the spares the
+last one left unrendered and, if they are too few, draws the next indices: what is still needed, and two more.
+Every round draws after the indices before it and validation takes instances in index order, so the same
+environments land whatever the rounds; a shard stops short after MAX_INSTANCES_PER_ADMITTED instances per
+environment asked for (and 10 more), or once the run's LLM budget is spent.
+
+ShardRounds keeps one shard's account between rounds; the generate flow (flows.generate) submits each round's stages
+as Prefect tasks, and `run_shard` runs them one after the other in this process (the tests, the benchmarks).
+"""
+
+from __future__ import annotations
+
+from setter.budget import CostBudget
+from tasks import progress
+from tasks.common import StageCounts, Step
+from tasks.render import render_stage
+from tasks.sample import initial_count, sample_stage
+from tasks.solve import Solved, solve_stage
+from tasks.validate import ShardResult, Validated, validate_stage
+
+MAX_INSTANCES_PER_ADMITTED = 5
+STAGES = ("sample", "solve", "render", "validate")
+
+
+def instance_limit(shard) -> int:
+    """The instances a shard may take (indices 0 .. limit - 1) before it stops short."""
+    return shard.count * MAX_INSTANCES_PER_ADMITTED + 10
+
+
+class ShardRounds:
+    """One shard's account over its rounds: the admitted environments, attempts and calls so far (`result`), the
+    spares the last round left, and the next index to draw."""
+
+    def __init__(self, shard, budget: CostBudget | None = None) -> None:
+        self.shard = shard
+        self.budget = budget
+        self.result = ShardResult(shard)
+        self.spares: list[Solved] = []
+        self.next_index = 0
+        self.rounds = 0
+
+    def next_step(self) -> Step | None:
+        """The next round, or None when the shard is done: it has its count, or it stops short (`result.short_by`
+        and `result.budget_exhausted` say so)."""
+        need = self.shard.count - len(self.result.admitted)
+        if need <= 0:
+            return None
+        if self.result.budget_exhausted or self.budget is not None and self.budget.exhausted:
+            return self._short(need, budget_exhausted=True)
+        if not self.rounds:
+            draw = initial_count(self.shard)
+        elif len(self.spares) >= need:
+            draw = 0
+        else:
+            draw = max(0, min(need - len(self.spares) + 2, instance_limit(self.shard) - self.next_index))
+        if not draw and not self.spares:
+            return self._short(need)
+        self.rounds += 1
+        step = Step(self.rounds, self.next_index, draw, need)
+        self.next_index += draw
+        return step
+
+    def add(self, validated: Validated) -> None:
+        """A round's validation: its environments, attempts and calls join the shard's; its spares wait for the next."""
+        found = validated.result
+        self.result.admitted.extend(found.admitted)
+        self.result.attempts.extend(found.attempts)
+        self.result.calls.extend(found.calls)
+        self.result.budget_exhausted = self.result.budget_exhausted or found.budget_exhausted
+        self.spares = validated.spares
+
+    def _short(self, need: int, budget_exhausted: bool = False) -> None:
+        self.result.short_by = need
+        self.result.budget_exhausted = budget_exhausted
+        self.spares = []
+        return None
+
+
+class StageTotals:
+    """What a run's stages did, added up as they complete (per stage name), each stage's counts also settled into the
+    followed progress hub (tasks.progress): the flow's, and run_shard's, one account of a run."""
+
+    def __init__(self) -> None:
+        self.by_stage: dict[str, StageCounts] = {}
+
+    def add(self, shard_key: str, step: Step, stage: str, counts: StageCounts) -> None:
+        self.by_stage[stage] = self.by_stage.get(stage, StageCounts()) + counts
+        progress.settle(progress.stage_key(shard_key, step.number, stage), counts)
+
+    @property
+    def total(self) -> StageCounts:
+        return sum(self.by_stage.values(), StageCounts())
+
+
+def run_shard(shard, budget: CostBudget | None = None, totals: StageTotals | None = None) -> ShardResult:
+    """The shard's rounds, each stage's body called in turn in this process (no Prefect): what the generate flow
+    computes for it, with or without the worker processes of tasks.pool."""
+    rounds, totals = ShardRounds(shard, budget), totals or StageTotals()
+
+    def counted(stage: str, output):
+        totals.add(shard.key, step, stage, output.counts)
+        return output
+
+    while (step := rounds.next_step()) is not None:
+        solved = None
+        if step.draw:
+            sampled = counted("sample", sample_stage(shard, step))
+            solved = counted("solve", solve_stage(shard, step, sampled))
+        rendered = counted("render", render_stage(shard, step, solved, rounds.spares, budget))
+        rounds.add(counted("validate", validate_stage(shard, step, rendered, budget)))
+    return rounds.result
