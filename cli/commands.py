@@ -282,11 +282,12 @@ def cmd_show(args) -> int:
 
 
 def cmd_play(args) -> int:
+    from cli.main import HUMAN
     from envs import Environment, play
 
     spec = load_spec(_warehouse(args), args.env_id)
     env = Environment(spec, args.mode)
-    if args.agent == "human":
+    if args.agent == HUMAN:
         result = _play_interactively(env)
     else:
         result = play(env, args.agent, seed=args.seed)
@@ -295,7 +296,7 @@ def cmd_play(args) -> int:
                      "u": result.u, "turns": result.turns, "errors": result.errors,
                      "trajectory": result.trajectory}, indent=1))
         return 0
-    if args.agent != "human":
+    if args.agent != HUMAN:
         print_rows(["turn", "tool", "arguments", "result"],
                    [(i, s["tool"], dumps(s["arguments"]), dumps(s["result"]))
                     for i, s in enumerate(result.trajectory, start=1)], title=f"{args.agent} in {args.mode} mode")
@@ -305,6 +306,8 @@ def cmd_play(args) -> int:
 
 
 def _play_interactively(env):
+    from cli.main import HUMAN
+
     print_literal(literal(env.instructions + "\n"))
     print_rows(["tool", "arguments", "description"],
                [(t["function"]["name"], ", ".join(t["function"]["parameters"].get("properties", {})),
@@ -319,7 +322,7 @@ def _play_interactively(env):
             break
         name, _, rest = line.partition(" ")
         print_literal(literal(env.call(name, rest.strip() or None)))
-    return env.result("human")
+    return env.result(HUMAN)
 
 
 def cmd_report(args) -> int:
@@ -338,7 +341,9 @@ def cmd_report(args) -> int:
         from cli.main import CliError
 
         raise CliError("--since applies to the whole report only: run vhd report --since DATE without a kind")
-    if args.kind == "eval":
+    from cli.main import EVAL_REPORT
+
+    if args.kind == EVAL_REPORT:
         from cli.evaluate import report_eval
 
         return report_eval(wh, args.format)

@@ -5,10 +5,12 @@ from __future__ import annotations
 from cli.output import arrow_rows, console, escape, print_rows
 from schemas.envspec import MODES
 
+ALL_MODES = "all"  # --mode all: every mode
+
 
 def parse_modes(text: str) -> list[str]:
     """'hidden', 'written,revealed' or 'all' -> the list of modes; ValueError naming the bad one."""
-    modes = list(MODES) if text == "all" else [m.strip() for m in text.split(",") if m.strip()]
+    modes = list(MODES) if text == ALL_MODES else [m.strip() for m in text.split(",") if m.strip()]
     for mode in modes:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}, comma-separated, or 'all'")
@@ -21,13 +23,14 @@ def check_eval_args(args) -> None:
     """ValueError with one line for options that cannot work together or are out of range (no Prefect, no model:
     run before anything starts)."""
     from envs.catalog import check_predicate
+    from evaluation.episodes import LITELLM
 
     parse_modes(args.mode)
     if args.max_turns is not None and args.max_turns < 1:
         raise ValueError(f"--max-turns must be at least 1, got {args.max_turns}")
     if args.max_tokens < 1:
         raise ValueError(f"--max-tokens must be at least 1, got {args.max_tokens}")
-    if args.agent != "litellm":
+    if args.agent != LITELLM:
         if args.model:
             raise ValueError(f"--model is for --agent litellm; the {args.agent} baseline plays without a model")
         if args.max_turns is not None:
@@ -45,10 +48,11 @@ def check_eval_args(args) -> None:
 
 def agent_config(args) -> dict | None:
     """The litellm agent's settings, or None for a baseline (a baseline with --model is refused)."""
+    from evaluation.episodes import LITELLM
     from evaluation.llm_agent import AgentConfig
 
     check_eval_args(args)
-    if args.agent != "litellm":
+    if args.agent != LITELLM:
         return None
     options = {"api_base": args.api_base, "api_key": "local"} if args.api_base else {}
     config = AgentConfig(model=args.model, max_turns=args.max_turns, max_tokens=args.max_tokens,

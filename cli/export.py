@@ -6,7 +6,9 @@ from cli.evaluate import parse_modes
 
 
 def cmd_export(args, wh) -> int:
-    if args.format in ("trl", "skyrl", "hf"):  # trainer-ready datasets (integrations.rows)
+    from integrations.rows import TRAINER_FORMATS
+
+    if args.format in TRAINER_FORMATS:  # trainer-ready datasets (integrations.rows)
         from cli.integrations import cmd_export_trainer
 
         return cmd_export_trainer(args, wh)
@@ -15,9 +17,8 @@ def cmd_export(args, wh) -> int:
     from warehouse.preflight import check_output_file
 
     check_output_file(args.out)  # before anything is selected or rendered
-    fmt = args.format or ("parquet" if str(args.out).endswith(".parquet") else "jsonl")
-    if fmt not in EXPORT_FORMATS:
-        raise ValueError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
+    # the format asked for (argparse offers the export and trainer formats), else the one --out's suffix names
+    fmt = args.format or next((f for f in EXPORT_FORMATS if str(args.out).endswith(f".{f}")), EXPORT_FORMATS[0])
     modes = parse_modes(args.mode)
     specs = select_specs(args.where, args.limit, wh)
     rows = export_rows(specs, modes)

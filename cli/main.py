@@ -8,7 +8,7 @@ import gc
 import os
 import sys
 
-from cli.output import FORMATS
+from cli.output import DOCUMENT_FORMATS, FORMATS
 from schemas.tiers import TIERS
 
 EPILOG = "Every command reads the warehouse from --warehouse, else $VHD_WAREHOUSE, else ./vhd_warehouse."
@@ -18,109 +18,156 @@ class CliError(Exception):
     """A user-facing error: printed as one line, exit code 2."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `vhd` parser. With `command`, only that command's options are built and the others are listed by name and
+    help: the options' choices and defaults come from the registries and constants that own them (the families'
+    agents, the export formats, ...), which a command need not import to run another one."""
     parser = argparse.ArgumentParser(prog="vhd", description=__doc__, epilog=EPILOG)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (help_text, options) in COMMANDS.items():
+        if name == "server":
+            built = sub.add_parser(name, help=help_text, description=SERVER_DESCRIPTION)
+        else:
+            built = sub.add_parser(name, help=help_text, description=help_text, epilog=EPILOG)
+            built.add_argument("--warehouse", help="warehouse location: a folder or s3://bucket/prefix")
+        if command is None or command == name:
+            options(built)
+    return parser
 
-    def add(name: str, help_text: str) -> argparse.ArgumentParser:
-        command = sub.add_parser(name, help=help_text, description=help_text, epilog=EPILOG)
-        command.add_argument("--warehouse", help="warehouse location: a folder or s3://bucket/prefix")
-        return command
 
-    gen = add("generate", "sample, solve, render and validate N admitted environments and land them")
-    gen.add_argument("--count", type=int, help="admitted environments to produce (default 300)")
-    gen.add_argument("--plan", dest="plan_name", choices=("paper",),
-                     help="a named dataset instead of --count/--families/--split: 'paper' = 3,300 environments "
-                          "(2,200 train + 300 held_out from the trained families, 800 ood from the other eight)")
+def _generate_options(gen: argparse.ArgumentParser) -> None:
+    from schemas.shard import DEFAULT_COUNT, DEFAULT_SHARD_SIZE, DEFAULT_SPLIT, PLANS, plan_description
+
+    gen.add_argument("--count", type=int, help=f"admitted environments to produce (default {DEFAULT_COUNT})")
+    gen.add_argument("--plan", dest="plan_name", choices=tuple(PLANS),
+                     help="a named dataset instead of --count/--families/--split: "
+                          + "; ".join(plan_description(name) for name in PLANS))
     gen.add_argument("--families", help="comma-separated family ids or group names, or 'diagnostic' (default: all)")
     gen.add_argument("--date", help="the run's date, YYYY-MM-DD (default today); seeds derive from it")
-    gen.add_argument("--split", default="train", help="split label written with every environment")
+    gen.add_argument("--split", default=DEFAULT_SPLIT, help="split label written with every environment")
     gen.add_argument("--difficulty", choices=TIERS,
                      help="draw every family from this tier's cells and budgets and admit only environments "
                           "measured at it (see the README's difficulty tiers); default: the families' plain grids")
-    gen.add_argument("--setter", default="template", choices=["template", "litellm"], help="who renders the tools")
-    gen.add_argument("--model", help="litellm model for --setter litellm, e.g. openai/gpt-4o-mini")
+    _setter_options(gen, "who renders the tools")
     gen.add_argument("--fallback-model", help="litellm model tried when --model still fails after its retries")
     gen.add_argument("--max-cost-usd", type=float,
                      help="stop asking the model once the run's LLM calls cost this much; what is admitted lands")
-    gen.add_argument("--shard-size", type=int, default=100, help="instances per shard (default 100)")
+    gen.add_argument("--shard-size", type=int, default=DEFAULT_SHARD_SIZE,
+                     help=f"instances per shard (default {DEFAULT_SHARD_SIZE})")
     gen.add_argument("--workers", type=int,
                      help="threads of the task runner (default 4), or with --runner dask and no address the local "
                           "cluster's worker processes (default 2)")
     gen.add_argument("--processes", type=int,
                      help="worker processes for the stages' CPU work with --runner threads (default: one per core for "
                           "200 or more environments, else none; 0 = everything in this process)")
-    gen.add_argument("--runner", choices=("threads", "dask"), default="threads",
-                     help="where the stages run: 'threads' in this process (default), or 'dask' through prefect-dask "
-                          "on a local cluster or the one at --dask-address, landing the same environments; with dask "
-                          "the progress bar only updates when the run ends, and --max-cost-usd is refused")
-    gen.add_argument("--dask-address", metavar="tcp://HOST:PORT",
-                     help="scheduler of a running Dask cluster for --runner dask (see README, 'Scaling out on Dask')")
+    _runner_options(gen, "where the stages run: 'threads' in this process (default), or 'dask' through prefect-dask "
+                         "on a local cluster or the one at --dask-address, landing the same environments; with dask "
+                         "the progress bar only updates when the run ends, and --max-cost-usd is refused",
+                    "scheduler of a running Dask cluster for --runner dask (see README, 'Scaling out on Dask')")
     gen.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
 
-    query = add("query", "run a read-only SQL query over the catalog views (environments, attempts, llm_calls, runs)")
+
+def _setter_options(command: argparse.ArgumentParser, help_text: str,
+                    model_help: str = "litellm model for --setter litellm, e.g. openai/gpt-4o-mini") -> None:
+    """--setter (the setter registry's names and default) and --model."""
+    from setter import DEFAULT_SETTER, SETTERS
+
+    command.add_argument("--setter", default=DEFAULT_SETTER, choices=SETTERS, help=help_text)
+    command.add_argument("--model", help=model_help)
+
+
+def _runner_options(command: argparse.ArgumentParser, help_text: str, address_help: str) -> None:
+    """--runner (the runners a run may use, threads first) and --dask-address."""
+    from schemas.shard import RUNNERS
+
+    command.add_argument("--runner", choices=RUNNERS, default=RUNNERS[0], help=help_text)
+    command.add_argument("--dask-address", metavar="tcp://HOST:PORT", help=address_help)
+
+
+def _mode_option(command: argparse.ArgumentParser, several: bool = False, help_text: str | None = None) -> None:
+    """--mode: one of the modes (default hidden), or with `several` a comma-separated list or 'all'."""
+    from schemas.envspec import DEFAULT_MODE, MODES
+
+    if several:
+        command.add_argument("--mode", default=DEFAULT_MODE,
+                             help=help_text or f"{', '.join(MODES)}, several comma-separated, or all")
+    else:
+        command.add_argument("--mode", choices=MODES, default=DEFAULT_MODE)
+
+
+def _query_options(query: argparse.ArgumentParser) -> None:
     query.add_argument("sql")
-    query.add_argument("--format", choices=FORMATS, default="table")
+    query.add_argument("--format", choices=FORMATS, default=FORMATS[0])
     query.add_argument("--timeout", type=float, metavar="SECONDS",
                        help="stop the query if it runs longer than this, with one line (exit code 2); default: no "
                             "limit (Ctrl-C stops it at any time)")
 
-    fams = add("families", "list the registered mechanism families")
-    fams.add_argument("--format", choices=("table", "json"), default="table")
 
-    solve = add("solve", "solve one instance given as data: u*, the optimal plan and the solver used")
+def _families_options(fams: argparse.ArgumentParser) -> None:
+    fams.add_argument("--format", choices=DOCUMENT_FORMATS, default=DOCUMENT_FORMATS[0])
+
+
+def _solve_options(solve: argparse.ArgumentParser) -> None:
     solve.add_argument("family", help="family id, e.g. knapsack (see vhd families)")
     source = solve.add_mutually_exclusive_group(required=True)
     source.add_argument("--params", help="JSON file of the family's parameters ('-' reads standard input)")
     source.add_argument("--example", action="store_true",
                         help="print a sampled instance's parameters as JSON: a starting point for --params")
     solve.add_argument("--seed", type=int, default=0, help="seed of the --example instance")
-    solve.add_argument("--format", choices=("table", "json"), default="table")
+    solve.add_argument("--format", choices=DOCUMENT_FORMATS, default=DOCUMENT_FORMATS[0])
 
-    show = add("show", "show one environment: its rendering, tools and reference values")
+
+def _show_options(show: argparse.ArgumentParser) -> None:
     show.add_argument("env_id")
-    show.add_argument("--format", choices=("table", "json"), default="table")
+    show.add_argument("--format", choices=DOCUMENT_FORMATS, default=DOCUMENT_FORMATS[0])
 
-    play = add("play", "play an environment with a baseline agent, or type tool calls yourself (--agent human)")
+
+def _play_options(play: argparse.ArgumentParser) -> None:
+    from envs.agents import AGENTS
+
     play.add_argument("env_id")
-    play.add_argument("--mode", choices=("written", "revealed", "hidden"), default="hidden")
-    play.add_argument("--agent", choices=("oracle", "default", "informed", "idle", "random", "human"),
-                      default="oracle")
+    _mode_option(play)
+    play.add_argument("--agent", choices=(*AGENTS, HUMAN), default="oracle",
+                      help=f"a baseline agent, or {HUMAN}: type the tool calls yourself")
     play.add_argument("--seed", type=int, default=0, help="seed of the random agent")
-    play.add_argument("--format", choices=("table", "json"), default="table")
+    play.add_argument("--format", choices=DOCUMENT_FORMATS, default=DOCUMENT_FORMATS[0])
 
-    report = add("report", "the dataset report (one HTML file and a terminal summary), or one kind as terminal tables")
-    report.add_argument("kind", nargs="?", choices=("cost", "diversity", "setter", "eval"),
+
+def _report_options(report: argparse.ArgumentParser) -> None:
+    from warehouse.reports import REPORTS
+
+    report.add_argument("kind", nargs="?", choices=(*REPORTS, EVAL_REPORT),
                         help="none: the whole report (size, cost, admission, diversity, difficulty) as --out HTML; "
                              "cost: USD and tokens; diversity: coverage; setter: first-attempt admission, attempts, "
                              "rewritten interfaces, tokens and USD per admitted environment; eval: mean score in "
                              "written, revealed and hidden mode per family and agent, from vhd eval")
-    report.add_argument("--format", choices=FORMATS, default="table")
+    report.add_argument("--format", choices=FORMATS, default=FORMATS[0])
     report.add_argument("--since", help="the whole report over rows dated YYYY-MM-DD or later (default: all rows)")
     report.add_argument("--out", default="report.html",
                         help="where the whole report's HTML goes: a file path or s3:// URL (default report.html)")
 
-    serve = add("serve", "register and serve the nightly generation as a Prefect deployment (needs a server)")
+
+def _serve_options(serve: argparse.ArgumentParser) -> None:
+    from schemas.shard import DEFAULT_COUNT
+
     serve.add_argument("--cron", default="0 2 * * *", help="schedule, cron syntax (default '0 2 * * *')")
     serve.add_argument("--timezone", default="UTC", help="time zone of the schedule (default UTC)")
-    serve.add_argument("--count", type=int, default=300, help="environments per night")
+    serve.add_argument("--count", type=int, default=DEFAULT_COUNT, help="environments per night")
     serve.add_argument("--families", help="family mix of the nightly run")
     serve.add_argument("--name", default="nightly", help="deployment name (default nightly)")
-    serve.add_argument("--setter", default="template", choices=["template", "litellm"], help="who renders the tools")
-    serve.add_argument("--model", help="litellm model for --setter litellm, e.g. openai/gpt-4o-mini")
+    _setter_options(serve, "who renders the tools")
     serve.add_argument("--workers", type=int, default=4, help="threads of each night's task runner (default 4)")
 
-    doctor = add("doctor", "print the configuration in force and check that each service it needs is reachable")
-    doctor.add_argument("--setter", default="template", choices=["template", "litellm"],
-                        help="the setter to check for (litellm: its endpoint or provider keys are needed)")
-    doctor.add_argument("--model", help="litellm model to check (price, keys)")
-    doctor.add_argument("--fallback-model", help="fallback litellm model to check")
-    doctor.add_argument("--runner", choices=("threads", "dask"), default="threads", help="the runner to check for")
-    doctor.add_argument("--dask-address", metavar="tcp://HOST:PORT", help="dask scheduler to check")
-    doctor.add_argument("--format", choices=("table", "json"), default="table")
 
-    house = add("warehouse", "check the warehouse for damaged, missing or duplicated files and crash leftovers, "
-                             "compact it, or clean the leftovers")
+def _doctor_options(doctor: argparse.ArgumentParser) -> None:
+    _setter_options(doctor, "the setter to check for (litellm: its endpoint or provider keys are needed)",
+                    "litellm model to check (price, keys)")
+    doctor.add_argument("--fallback-model", help="fallback litellm model to check")
+    _runner_options(doctor, "the runner to check for", "dask scheduler to check")
+    doctor.add_argument("--format", choices=DOCUMENT_FORMATS, default=DOCUMENT_FORMATS[0])
+
+
+def _warehouse_options(house: argparse.ArgumentParser) -> None:
     house.add_argument("action", choices=("check", "compact", "clean"),
                        help="check: one line per problem (exit code 1 if any) and per leftover (files a crash left, "
                             "invisible to queries; exit code 0 if only those); compact: merge the small files of "
@@ -131,69 +178,123 @@ def build_parser() -> argparse.ArgumentParser:
                        help="clean: leave unlisted files younger than this alone, a run may still commit them "
                             "(default 24)")
 
-    ev = add("eval", "play an agent (a baseline or any litellm model) over selected environments; land the episodes")
-    ev.add_argument("--agent", choices=("oracle", "default", "informed", "idle", "random", "litellm"),
-                    default="litellm")
+
+def _eval_options(ev: argparse.ArgumentParser) -> None:
+    from evaluation.episodes import AGENT_CHOICES, LITELLM
+    from evaluation.llm_agent import TOOL_CALL_FORMATS, AgentConfig
+
+    ev.add_argument("--agent", choices=AGENT_CHOICES, default=LITELLM)
     ev.add_argument("--model", help="litellm model for --agent litellm, e.g. openai/gpt-4o-mini")
-    ev.add_argument("--mode", default="hidden", help="written, revealed, hidden, several comma-separated, or all")
+    _mode_option(ev, several=True)
     ev.add_argument("--where", default="true", help="SQL condition over the environments table, e.g. \"family = "
                                                     "'knapsack' AND split = 'held_out'\" (default: all)")
     ev.add_argument("--limit", type=int, help="at most N environments (in env_id order)")
     ev.add_argument("--concurrency", type=int, default=4, help="episodes played at once (default 4)")
     ev.add_argument("--seed", type=int, default=0, help="seed of the random agent")
     ev.add_argument("--max-turns", type=int, help="model calls per episode (default: the environment's turn budget)")
-    ev.add_argument("--max-tokens", type=int, default=512, help="completion tokens per model call (default 512)")
-    ev.add_argument("--tool-calls", choices=("native", "json"), default="native",
+    ev.add_argument("--max-tokens", type=int, default=AgentConfig.max_tokens,
+                    help=f"completion tokens per model call (default {AgentConfig.max_tokens})")
+    ev.add_argument("--tool-calls", choices=TOOL_CALL_FORMATS, default=AgentConfig.tool_calls,
                     help="native: OpenAI tool calls (default); json: tools described in the prompt, the answer "
                          "constrained to {\"tool\", \"arguments\"} (for small local models behind llama.cpp)")
     ev.add_argument("--api-base", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 (vhd llm serve)")
-    ev.add_argument("--format", choices=FORMATS, default="table")
+    ev.add_argument("--format", choices=FORMATS, default=FORMATS[0])
 
-    serve_envs = add("serve-envs", "serve the catalog's environments over HTTP: sessions for remote rollouts")
+
+def _serve_envs_options(serve_envs: argparse.ArgumentParser) -> None:
     serve_envs.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve_envs.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve_envs.add_argument("--session-ttl", type=float, default=600.0,
                             help="seconds a session may stay idle before it expires (default 600)")
 
-    serve_mcp = add("serve-mcp", "serve one environment's tools as an MCP server over stdio")
-    serve_mcp.add_argument("env_id")
-    serve_mcp.add_argument("--mode", choices=("written", "revealed", "hidden"), default="hidden")
 
-    openenv = add("serve-openenv", "serve the catalog as an OpenEnv environment: MCP tool calls as actions, "
-                                    "the Task API over splits and catalog rows")
+def _serve_mcp_options(serve_mcp: argparse.ArgumentParser) -> None:
+    serve_mcp.add_argument("env_id")
+    _mode_option(serve_mcp)
+
+
+def _serve_openenv_options(openenv: argparse.ArgumentParser) -> None:
+    from schemas.envspec import DEFAULT_MODE
+
     openenv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     openenv.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     openenv.add_argument("--max-sessions", type=int, default=256,
                          help="concurrent WebSocket sessions (default 256; one more gets CAPACITY_REACHED)")
     openenv.add_argument("--where", default="true", help="SQL condition: the environments the Task API lists")
-    openenv.add_argument("--mode", default="hidden", help="modes the Task API lists per environment (default hidden)")
+    _mode_option(openenv, several=True,
+                 help_text=f"modes the Task API lists per environment (default {DEFAULT_MODE})")
 
-    export = add("export", "export selected environments for trainers: one row per environment and mode "
-                           "(env id, system prompt, tools, spec)")
+
+def _export_options(export: argparse.ArgumentParser) -> None:
+    from cli.evaluate import ALL_MODES
+    from envs.export import EXPORT_FORMATS
+    from integrations.rows import TRAINER_FORMATS
+    from schemas.envspec import MODES
+
     export.add_argument("--where", default="true", help="SQL condition over the environments table (default: all)")
-    export.add_argument("--mode", default="all", help="written, revealed, hidden, comma-separated, or all (default)")
+    export.add_argument("--mode", default=ALL_MODES, help=f"{', '.join(MODES)}, comma-separated, or all (default)")
     export.add_argument("--limit", type=int, help="at most N environments (in env_id order)")
-    export.add_argument("--format", choices=("jsonl", "parquet", "trl", "skyrl", "hf"),
-                        help="default: from --out's suffix, else jsonl; trl, skyrl: chat-message prompt and difficulty "
-                             "columns (.parquet or .jsonl); hf: a dataset folder, one configuration per family")
+    export.add_argument("--format", choices=(*EXPORT_FORMATS, *TRAINER_FORMATS),
+                        help=f"default: from --out's suffix, else {EXPORT_FORMATS[0]}; trl, skyrl: chat-message prompt "
+                             "and difficulty columns (.parquet or .jsonl); hf: a dataset folder, one configuration per "
+                             "family")
     export.add_argument("--out", required=True, help="file to write (a folder for --format hf)")
 
-    llm = add("llm", "the local model: 'serve' runs gemma-3-270m on 127.0.0.1 for --setter litellm, offline")
+
+def _llm_options(llm: argparse.ArgumentParser) -> None:
+    from setter.local_server import DEFAULT_N_CTX, DEFAULT_PORT
+
     llm.add_argument("action", choices=("serve",))
-    llm.add_argument("--port", type=int, help="port on 127.0.0.1 (default 8080)")
-    llm.add_argument("--n-ctx", type=int, default=8192, help="context window in tokens (default 8192)")
+    llm.add_argument("--port", type=int, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
+    llm.add_argument("--n-ctx", type=int, default=DEFAULT_N_CTX,
+                     help=f"context window in tokens (default {DEFAULT_N_CTX})")
     llm.add_argument("--log", help="server log file (default: a temporary file, named at start)")
 
-    server = sub.add_parser("server", help="the local Prefect server that vhd starts when PREFECT_API_URL is unset: "
-                                           "status, start, stop",
-                            description="The local Prefect server: the first command that needs a Prefect API "
-                                        "(generate, eval, serve) starts it in the background when PREFECT_API_URL "
-                                        "is unset; later commands reuse it. Its database and log live in "
-                                        "$VHD_HOME/prefect-server (default ~/.local/share/vhdplay/prefect-server).")
+
+def _server_options(server: argparse.ArgumentParser) -> None:
     server.add_argument("action", choices=("status", "start", "stop"),
                         help="status: where it listens and whether it answers; start: start it now if it is not "
                              "running; stop: stop it and its processes")
-    return parser
+
+
+SERVER_DESCRIPTION = ("The local Prefect server: the first command that needs a Prefect API (generate, eval, serve) "
+                      "starts it in the background when PREFECT_API_URL is unset; later commands reuse it. Its "
+                      "database and log live in $VHD_HOME/prefect-server (default "
+                      "~/.local/share/vhdplay/prefect-server).")
+HUMAN = "human"  # `vhd play --agent human`: the person at the terminal types the calls
+EVAL_REPORT = "eval"  # `vhd report eval`: the evaluation report (evaluation.reports), beside the warehouse's reports
+# each command: its help line and the function that adds its options
+COMMANDS = {
+    "generate": ("sample, solve, render and validate N admitted environments and land them", _generate_options),
+    "query": ("run a read-only SQL query over the catalog views (environments, attempts, llm_calls, runs)",
+              _query_options),
+    "families": ("list the registered mechanism families", _families_options),
+    "solve": ("solve one instance given as data: u*, the optimal plan and the solver used", _solve_options),
+    "show": ("show one environment: its rendering, tools and reference values", _show_options),
+    "play": ("play an environment with a baseline agent, or type tool calls yourself (--agent human)", _play_options),
+    "report": ("the dataset report (one HTML file and a terminal summary), or one kind as terminal tables",
+               _report_options),
+    "serve": ("register and serve the nightly generation as a Prefect deployment (needs a server)", _serve_options),
+    "doctor": ("print the configuration in force and check that each service it needs is reachable", _doctor_options),
+    "warehouse": ("check the warehouse for damaged, missing or duplicated files and crash leftovers, compact it, or "
+                  "clean the leftovers", _warehouse_options),
+    "eval": ("play an agent (a baseline or any litellm model) over selected environments; land the episodes",
+             _eval_options),
+    "serve-envs": ("serve the catalog's environments over HTTP: sessions for remote rollouts", _serve_envs_options),
+    "serve-mcp": ("serve one environment's tools as an MCP server over stdio", _serve_mcp_options),
+    "serve-openenv": ("serve the catalog as an OpenEnv environment: MCP tool calls as actions, the Task API over "
+                      "splits and catalog rows", _serve_openenv_options),
+    "export": ("export selected environments for trainers: one row per environment and mode (env id, system prompt, "
+               "tools, spec)", _export_options),
+    "llm": ("the local model: 'serve' runs gemma-3-270m on 127.0.0.1 for --setter litellm, offline", _llm_options),
+    "server": ("the local Prefect server that vhd starts when PREFECT_API_URL is unset: status, start, stop",
+               _server_options),
+}
+
+
+def command_of(argv: list[str]) -> str:
+    """The command an argument list runs ('' when it names none: `vhd --help`)."""
+    return next((arg for arg in argv if not arg.startswith("-")), "")
 
 
 # commands that run Prefect flows or register deployments: without a configured API they use the local server
@@ -210,7 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     # so it runs last), skip the garbage collector's passes over the imported libraries' objects while modules are
     # torn down: ~1.2 s of every command on 2 cores. Python does not promise finalizers at exit anyway.
     atexit.register(gc.freeze)
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(command_of(argv)).parse_args(argv)
     from cli.commands import preflight
 
     refusal = preflight(args)  # bad input gets its one line before a Prefect server is started or any work

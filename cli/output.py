@@ -39,8 +39,9 @@ def print_literal(*parts: str | Text) -> None:
     console.print(line)
 
 
-__all__ = ["FORMATS", "arrow_rows", "console", "escape", "literal", "print_literal", "print_rows"]
-FORMATS = ("table", "csv", "json")
+__all__ = ["DOCUMENT_FORMATS", "FORMATS", "arrow_rows", "console", "escape", "literal", "print_literal", "print_rows"]
+FORMATS = ("table", "csv", "json")  # rows: a table (the default), CSV or JSON
+DOCUMENT_FORMATS = ("table", "json")  # one document (an environment, a family list, a report of checks)
 
 
 def print_rows(columns: list[str], rows: list[tuple[Any, ...]] | list[list[Any]], fmt: str = "table",

@@ -10,7 +10,7 @@ import json
 import re
 
 from envs.environment import Environment
-from schemas.envspec import EnvSpec, Mode
+from schemas.envspec import DEFAULT_MODE, EnvSpec, Mode
 
 _ENV_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 
@@ -45,7 +45,7 @@ def load_spec(env_id: str, warehouse=None) -> EnvSpec:
     return EnvSpec.model_validate_json(table.column("spec_json")[0].as_py())
 
 
-def load_env(env_id: str, mode: Mode = "hidden", warehouse=None) -> Environment:
+def load_env(env_id: str, mode: Mode = DEFAULT_MODE, warehouse=None) -> Environment:
     """The playable Environment of a catalog entry in one mode (warehouse: a Warehouse, a location, or the default)."""
     return Environment(load_spec(env_id, warehouse), mode)
 

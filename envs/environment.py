@@ -13,11 +13,10 @@ import mechanisms
 from envs.calculator import CalculatorError, evaluate
 from envs.scoring import score
 from mechanisms.base import ActionError
-from schemas.envspec import MODES, EnvSpec, Mode, ToolSpec
+from schemas.envspec import DEFAULT_MODE, MODES, SUBMIT_PLAN, EnvSpec, Mode, ToolSpec
 from schemas.strict_json import dumps, loads
 from setter.wording import TEMPLATE_WORDS
 
-SUBMIT_PLAN = "submit_plan"
 MAX_PLAN_STEPS = 2000
 
 
@@ -38,7 +37,7 @@ class EpisodeResult:
 class Environment:
     """A stateful environment built from an EnvSpec in one presentation mode."""
 
-    def __init__(self, spec: EnvSpec, mode: Mode = "hidden"):
+    def __init__(self, spec: EnvSpec, mode: Mode = DEFAULT_MODE):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         self.spec = spec
@@ -94,7 +93,7 @@ class Environment:
 
     # --- tools --------------------------------------------------------------------------
     def tool_specs(self) -> list[ToolSpec]:
-        """The tools this mode exposes (written mode: a calculator and submit_plan)."""
+        """The tools this mode exposes (written mode: a calculator and the plan tool, SUBMIT_PLAN)."""
         if self.mode == "written":
             return [t for t in self.spec.rendering.tools if t.operation == "calculator"] + [self._plan_tool()]
         return list(self.spec.rendering.tools)
@@ -271,7 +270,7 @@ def _parse_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
 
 def _in_tool_names(message: str, mapping: dict[str, str]) -> str:
     """A mechanism's error message with its operation's argument names (quoted, whole) replaced by the tool's:
-    the agent called `order(case_count=...)`, not `place_order(quantity=...)`."""
+    the agent called its tool with the argument names the rendering gave it, not the operation's."""
     back = {op_name: tool_name for tool_name, op_name in mapping.items() if op_name != tool_name}
     if not back:
         return message

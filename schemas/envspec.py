@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 ToolKind = Literal["probe", "decision", "clock", "info"]
 Mode = Literal["written", "revealed", "hidden"]
 MODES: tuple[Mode, ...] = ("written", "revealed", "hidden")
+DEFAULT_MODE: Mode = "hidden"  # what an agent plays when no mode is asked for: the parameters only through probes
 
 
 class ArgSpec(BaseModel):
@@ -69,6 +70,8 @@ RUNTIME_OPERATIONS: tuple[OperationSpec, ...] = (
     OperationSpec(name="turns_left", kind="info", summary="how many turns remain in the budget"),
 )
 RUNTIME_OPERATION_NAMES = frozenset(op.name for op in RUNTIME_OPERATIONS)
+# the written mode's one decision tool: the whole plan at once (envs.environment runs it)
+SUBMIT_PLAN = "submit_plan"
 
 
 class ToolSpec(BaseModel):

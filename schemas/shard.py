@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,6 +15,41 @@ from pydantic import BaseModel, ConfigDict, Field
 # 10**15 environments would fill memory). A larger dataset is several runs, e.g. one per date.
 MAX_COUNT = 1_000_000
 _SPLIT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")  # a split is part of shard keys and file names
+
+
+# A plan's defaults, its named datasets and the runners, here beside the checks so that the command line offers them
+# without importing Prefect (tasks.plan and flows.runners plan and run with them).
+DEFAULT_COUNT = 300
+DEFAULT_SHARD_SIZE = 100
+DEFAULT_SPLIT = "train"
+RUNNERS = ("threads", "dask")  # where the stages run: a thread pool in the flow's process, or a Dask cluster
+
+
+@dataclass(frozen=True)
+class PlanPart:
+    """One slice of a named plan: `count` environments of these families, labelled with `split`."""
+
+    families: str  # ids or group names, as --families takes them
+    count: int
+    split: str
+
+
+# The paper's dataset (PAPER.md): 2,200 train and 300 held-out environments (disjoint seeds: the split is
+# part of every seed) from the trained families, and 800 from the eight families never trained on.
+PLANS: dict[str, tuple[PlanPart, ...]] = {
+    "paper": (
+        PlanPart("trained", 2200, "train"),
+        PlanPart("trained", 300, "held_out"),
+        PlanPart("near_ood,far_ood_structure,far_ood_probe", 800, "ood"),
+    ),
+}
+
+
+def plan_description(name: str) -> str:
+    """A named plan in one line: its total and its parts."""
+    parts = PLANS[name]
+    listed = ", ".join(f"{part.count:,} {part.split} of {part.families.replace(',', ', ')}" for part in parts)
+    return f"'{name}' = {sum(part.count for part in parts):,} environments ({listed})"
 
 
 class PlanError(ValueError):

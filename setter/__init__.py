@@ -7,6 +7,7 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm must never fetch its price map at import
 
 SETTERS = ("template", "litellm")
+DEFAULT_SETTER = SETTERS[0]  # deterministic, free, offline
 
 
 def make_setter(name: str, model: str | None = None, fallback_model: str | None = None):

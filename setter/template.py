@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from mechanisms.base import Mechanism
 from mechanisms.facts import rules_text, stated
-from schemas.envspec import Entity, OperationSpec, Rendering, ToolSpec
+from schemas.envspec import SUBMIT_PLAN, Entity, OperationSpec, Rendering, ToolSpec
 from setter.corpus import Passage, choose_passage
 from setter.phrasebook import (
     goal_pattern,
@@ -74,7 +74,7 @@ def compose_instructions(mechanism: Mechanism, params, passage: Passage, intro: 
         f"them out with the probe tools. Act through the tools. {budget}",
         "written": f"{intro}\n\nGoal: {goal}\n\nThe facts: {everything}",
     }
-    written_prompt = (f"{instructions['written']}\n\nAnswer with your whole plan through submit_plan: an "
+    written_prompt = (f"{instructions['written']}\n\nAnswer with your whole plan through {SUBMIT_PLAN}: an "
                       f"ordered list of steps, each one of these tools with its arguments: {plan_names}. "
                       "A calculator is available.")
     return instructions, written_prompt
