@@ -12,7 +12,7 @@ A family declares its facts once (mechanisms.facts). For one environment this ch
 
 from __future__ import annotations
 
-import copy
+import pickle
 from typing import Any
 
 import mechanisms
@@ -49,14 +49,14 @@ def operation_observations(mechanism, params, operations: list[OperationSpec]) -
     probe_calls: dict[str, list] = {}
     for action in mechanism.probe_order(params):
         probe_calls.setdefault(action.op, []).append(action)
-    fresh = mechanism.initial_state(params)
+    fresh = pickle.dumps(mechanism.initial_state(params))  # a state is plain data: each call gets its own copy
     seen: dict[str, list[Any]] = {}
     for op in operations:
         calls = probe_calls.get(op.name, []) if op.kind == "probe" else operation_calls(mechanism.id, op)
         seen[op.name] = []
         for action in calls:
             try:
-                seen[op.name].append(mechanism.apply(params, copy.deepcopy(fresh), action))
+                seen[op.name].append(mechanism.apply(params, pickle.loads(fresh), action))
             except ActionError:  # an argument combination the operation refuses (a range whose ends cross)
                 continue
     return seen

@@ -211,10 +211,15 @@ def shown(observation: Any, names: dict[str, str]) -> Any:
     if isinstance(observation, dict):
         return {_shown_key(key, names): shown(value, names) for key, value in observation.items()}
     if isinstance(observation, list):
+        if all(type(value) in _PLAIN for value in observation):  # a row of numbers: nothing to rename
+            return list(observation)
         return [shown(value, names) for value in observation]
     if isinstance(observation, str):
         return _shown_key(observation, names)
     return observation
+
+
+_PLAIN = frozenset({int, float, bool, type(None)})
 
 
 def in_passage_words(message: str, names: dict[str, str]) -> str:

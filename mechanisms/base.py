@@ -387,7 +387,10 @@ def require_int_list(args: dict[str, Any], name: str, low: int, high: int, disti
         raise ActionError(f"argument {name!r} must be a non-empty list of integers, got {_shown(value)}")
     if len(value) > high - low + 1 and distinct:
         raise ActionError(f"argument {name!r} lists {len(value)} entries; there are only {high - low + 1}")
-    numbers_ = [require_int({name: v}, name, low, high) for v in value]
+    if all(type(v) is int and low <= v <= high for v in value):  # the common case, without a call per entry
+        numbers_ = list(value)
+    else:
+        numbers_ = [require_int({name: v}, name, low, high) for v in value]
     if distinct and len(set(numbers_)) != len(numbers_):
         repeated = next(n for n in numbers_ if numbers_.count(n) > 1)
         raise ActionError(f"argument {name!r} lists {repeated} twice")
