@@ -14,13 +14,13 @@ import mechanisms
 from envs.admission import admit
 from envs.difficulty import measure
 from schemas.envspec import EnvSpec
+from schemas.tiers import TIERS
 from setter.spec import build_spec, turn_budget
 from setter.template import TemplateSetter
 
 ENDLESS_SEED = 16  # keeps the on-demand stream apart from the catalog's shard seeds
 ENDLESS_SPLIT = "endless"
 MAX_ATTEMPTS = 20
-TIERS = ("easy", "medium", "hard", "frontier")
 
 
 def resolve(families: list[str] | str | None) -> list[str]:

@@ -8,8 +8,7 @@ import verifiers.v1 as vf
 from pydantic import field_validator
 
 from integrations.vf.common import VhdTask, VhdTaskConfig, task_of
-
-TIERS = ("easy", "medium", "hard", "frontier")
+from schemas.tiers import TIERS
 
 
 class VhdCatalogConfig(vf.TasksetConfig):

@@ -35,7 +35,7 @@ class VhdEndlessConfig(vf.TasksetConfig):
     @field_validator("tier")
     @classmethod
     def _tier(cls, value: str | None) -> str | None:
-        from integrations.generate import TIERS
+        from schemas.tiers import TIERS
 
         if value is not None and value not in TIERS:
             raise ValueError(f"unknown tier {value!r}; choose one of {', '.join(TIERS)}")
