@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,7 @@ import mechanisms
 from envs.checks import DEFAULT_REPLAY, EXECUTES, FAMILY_CHECKS, check_environment, check_family
 from mechanisms.base import Solution
 from mechanisms.knapsack import Item, Knapsack, KnapsackParams  # noqa: F401 - the annotations below name them
-from mechanisms.operations import Observation, State, decision, info, probe  # noqa: F401 - likewise
+from mechanisms.operations import Between, Observation, State, decision, info, probe  # noqa: F401 - likewise
 from tests.mechanisms.references import knapsack as knapsack_reference
 from tests.support import make_spec
 
@@ -87,9 +89,12 @@ def test_a_sampler_that_ignores_its_seed_is_found(monkeypatch):
     assert any("differ" in p for p in _problems(family, "deterministic_sampling"))
 
 
+Undescribed = Annotated[int, Between(1, "items")]  # an item number that does not say what it is
+
+
 class UnphrasedOperation(Knapsack):
     @info
-    def count_items(self, p: KnapsackParams, state: State, item: Item) -> Observation:
+    def count_items(self, p: KnapsackParams, state: State, item: Undescribed) -> Observation:
         """how many items there are"""
         return {"items": p.items}
 
