@@ -1,8 +1,9 @@
 """rounds: a shard runs sample -> solve -> render -> validate once per instance, in rounds, until it has its count.
 
-The first round draws the shard's count (an LLM setter a few spares more: tasks.sample.initial_count). When
-validation leaves the shard short (an instance's renderings were all rejected), the next round takes the spares the
-last one left unrendered and, if they are too few, draws the next indices: what is still needed, and two more.
+The first round draws the shard's count and a few spares (an LLM setter a quarter more: tasks.sample.initial_count),
+so that most shards are done in one round. When validation leaves the shard short (instances whose renderings were
+all rejected), the next round takes the spares the last one left unrendered and, if they are too few, draws the next
+indices: what is still needed, and two more.
 Every round draws after the indices before it and validation takes instances in index order, so the same
 environments land whatever the rounds; a shard stops short after MAX_INSTANCES_PER_ADMITTED instances per
 environment asked for (and 10 more), or once the run's LLM budget is spent.

@@ -19,18 +19,20 @@ from schemas.shard import Instance, ShardSpec
 from tasks import pool
 from tasks.common import STAGE_OPTIONS, StageCounts, Staged, Step, shard_run_name
 
-# Instances drawn per admitted environment requested, beyond the count: spares for rejected renderings. The template
-# setter's renderings are rarely rejected (under 1%), so it draws none and a later round draws more when it must;
-# an LLM setter's are (a third at the first attempt), and its spares are solved ahead, rendered only when needed.
-# Instance i is seeded by (shard seed, i) and taken in index order either way: the same environments land.
+# Instances drawn per admitted environment requested, beyond the count and SPARES more: spares for rejected
+# renderings. The template setter's renderings are rarely rejected (under 1%), and some instances are (1-2%: the
+# default policy too good or too bad): its few spares spare most shards a second round (four more task runs, queued
+# behind the other shards' work). An LLM setter's renderings are (a third at the first attempt): its spares are
+# solved ahead, rendered only when needed. Instance i is seeded by (shard seed, i) and taken in index order either
+# way: the same environments land.
 OVERSAMPLE = {"template": 0.0}
 DEFAULT_OVERSAMPLE = 0.25
+SPARES = 2
 
 
 def initial_count(shard: ShardSpec) -> int:
     """How many instances a shard draws in its first round."""
-    extra = OVERSAMPLE.get(shard.setter, DEFAULT_OVERSAMPLE)
-    return shard.count + (int(shard.count * extra) + 2 if extra else 0)
+    return shard.count + int(shard.count * OVERSAMPLE.get(shard.setter, DEFAULT_OVERSAMPLE)) + SPARES
 
 
 @dataclass

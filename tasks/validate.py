@@ -8,6 +8,7 @@ taken in index order, so that the same environments land whatever the rounds.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Callable
@@ -80,10 +81,9 @@ def admit_timed(spec: EnvSpec) -> tuple[Admission, str | None, float]:
 
 
 def _speculate(candidates: list[Candidate]) -> dict[int, Future]:
-    """Start the admission of every rendered candidate at once: the pool's processes check them side by side, and
-    the verdicts are still taken in index order. A round renders what its shard still needs, so little of this work
-    is wasted."""
-    return {id(c): pool.submit(admit_timed, c.spec) for c in candidates if c.spec is not None and not c.pending}
+    """Start the admission of these candidates at once: the pool's processes check them side by side, and the
+    verdicts are still taken in index order."""
+    return {id(c): pool.submit(admit_timed, c.spec) for c in candidates}
 
 
 def validate_candidates(shard: ShardSpec, candidates: list[Candidate], need: int | None = None,
@@ -94,7 +94,10 @@ def validate_candidates(shard: ShardSpec, candidates: list[Candidate], need: int
     need = shard.count if need is None else need
     report = report or (lambda counts: None)
     result, counts = ShardResult(shard), StageCounts()
-    verdicts = _speculate(candidates)
+    # the admissions of the first `need` renderings start at once; a rendered spare's when an instance before it
+    # is rejected (it will probably be needed), so that its verdict is ready when it is reached
+    rendered = [c for c in candidates if c.spec is not None and not c.pending]
+    verdicts, ahead = _speculate(rendered[:need]), iter(rendered[need:])
     spares: list[Solved] = []
     taken = 0
     for candidate in candidates:
@@ -106,8 +109,11 @@ def validate_candidates(shard: ShardSpec, candidates: list[Candidate], need: int
         if candidate.budget_exhausted:
             result.budget_exhausted = True  # stop cleanly: what was admitted lands
             break
-        counts += _admit_instance(shard, candidate, result, verdicts.pop(id(candidate), None), report)
+        decided = _admit_instance(shard, candidate, result, verdicts.pop(id(candidate), None), report)
+        counts += decided
         taken += 1
+        if not decided.admitted:
+            verdicts.update(_speculate(list(itertools.islice(ahead, 1))))
     for unused in verdicts.values():
         unused.cancel()
     result.calls.extend(call for c in candidates[taken:] for call in c.calls)  # rendered, not needed: still paid for
