@@ -53,3 +53,31 @@ def test_a_run_that_died_before_its_commit_is_finished_from_the_stage_cache(pref
     wanted = {(stage, "Cached") for stage in ("sample", "solve", "render", "validate")}
     runs = settled_task_runs(second["flow_run_id"], lambda runs: wanted <= stage_states(runs))
     assert wanted <= stage_states(runs), stage_states(runs)
+
+
+def test_a_short_shard_gets_more_rounds_and_the_flow_lands_the_pinned_ids(prefect_server, tmp_path):
+    """The pinned hard plan: some shards reject instances past their spares, and the flow runs their second and
+    third rounds (task runs named -r2, -r3); what lands is what tests/tasks/test_pinned_ids.py pins, also when a
+    re-run takes every round's stages from the cache."""
+    import json
+    import shutil
+
+    from tests.tasks.test_pinned_ids import HARD_PLAN, PINNED
+
+    pinned = sorted(i for ids in json.loads(PINNED.read_text())["hard"].values() for i in ids)
+    warehouse = str(tmp_path / "wh")
+    summary = run_generate(workers=2, warehouse=warehouse, **HARD_PLAN)
+    wh = resolve_warehouse(warehouse)
+    ids = run_query(wh, "SELECT env_id FROM environments ORDER BY env_id").column("env_id").to_pylist()
+    assert summary["status"] == "completed" and ids == pinned
+    third = {f"{stage}-tardiness-train-0000-r3" for stage in ("sample", "solve", "render", "validate")}
+    runs = settled_task_runs(summary["flow_run_id"], lambda runs: third <= {r.name for r in runs})
+    assert third | {"validate-tardiness-train-0000-r2"} <= {r.name for r in runs}
+
+    def third_cached(runs) -> bool:
+        return {(r.name, r.state.name) for r in runs if r.state is not None} >= {(name, "Cached") for name in third}
+
+    shutil.rmtree(tmp_path / "wh" / "_commits")  # as if the process died after landing, before committing
+    again = run_generate(workers=2, warehouse=warehouse, **HARD_PLAN)
+    assert run_query(wh, "SELECT env_id FROM environments ORDER BY env_id").column("env_id").to_pylist() == pinned
+    assert third_cached(settled_task_runs(again["flow_run_id"], third_cached))
