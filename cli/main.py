@@ -62,7 +62,7 @@ def _generate_options(gen: argparse.ArgumentParser) -> None:
                           "200 or more environments, else none; 0 = everything in this process)")
     _runner_options(gen, "where the stages run: 'threads' in this process (default), or 'dask' through prefect-dask "
                          "on a local cluster or the one at --dask-address, landing the same environments; with dask "
-                         "the progress bar only updates when the run ends, and --max-cost-usd is refused",
+                         "the progress bar moves as each shard's stages complete, and --max-cost-usd is refused",
                     "scheduler of a running Dask cluster for --runner dask (see README, 'Scaling out on Dask')")
     gen.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
 

@@ -18,6 +18,7 @@ from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import opaque
 
+from schemas.shard import DEFAULT_SPLIT
 from setter.budget import CostBudget
 from tasks import pool, progress
 from tasks.commit import commit_shards, final_state, find_finished_shards, shard_failure
@@ -34,7 +35,7 @@ POOL_MIN_ENVIRONMENTS = 200
 
 
 @flow(name="generate", task_runner=ThreadPoolTaskRunner(max_workers=DEFAULT_WORKERS), log_prints=False)
-def generate(date: str | None = None, count: int | None = None, families: str | None = None, split: str = "train",
+def generate(date: str | None = None, count: int | None = None, families: str | None = None, split: str = DEFAULT_SPLIT,
              setter: str = "template", model: str | None = None, warehouse: str | None = None,
              shard_size: int = DEFAULT_SHARD_SIZE, plan_name: str | None = None, fallback_model: str | None = None,
              max_cost_usd: float | None = None, difficulty: str | None = None):

@@ -15,7 +15,8 @@ from urllib.parse import urlsplit
 
 from prefect.task_runners import ThreadPoolTaskRunner
 
-RUNNERS = ("threads", "dask")
+from schemas.shard import RUNNERS
+
 DEFAULT_DASK_WORKERS = 2
 CONNECT_TIMEOUT_S = 10.0
 _ADDRESS = re.compile(r"^(tcp|tls)://[^\s/:]+:\d{1,5}$")

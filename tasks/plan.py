@@ -2,44 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from prefect import task
 
 import mechanisms
 from mechanisms.base import TIERS
-from schemas.shard import (  # noqa: F401 - the checks live with ShardSpec (no Prefect); re-exported here
+from schemas.shard import (  # noqa: F401 - the plan's defaults and checks live with ShardSpec (no Prefect)
+    DEFAULT_COUNT,
+    DEFAULT_SHARD_SIZE,
+    DEFAULT_SPLIT,
     MAX_COUNT,
+    PLANS,
     PlanError,
+    PlanPart,
     ShardSpec,
     check_count,
     check_families,
     check_split,
     parse_date,
 )
-
-DEFAULT_SHARD_SIZE = 100
-DEFAULT_COUNT = 300
-
-
-@dataclass(frozen=True)
-class PlanPart:
-    """One slice of a named plan: `count` environments of these families, labelled with `split`."""
-
-    families: str  # ids or group names, as --families takes them
-    count: int
-    split: str
-
-
-# The paper's dataset (PAPER.md): 2,200 train and 300 held-out environments (disjoint seeds: the split is
-# part of every seed) from the trained families, and 800 from the eight families never trained on.
-PLANS: dict[str, tuple[PlanPart, ...]] = {
-    "paper": (
-        PlanPart("trained", 2200, "train"),
-        PlanPart("trained", 300, "held_out"),
-        PlanPart("near_ood,far_ood_structure,far_ood_probe", 800, "ood"),
-    ),
-}
 
 
 def plan_total(plan_name: str | None, count: int | None) -> int:
@@ -56,7 +36,7 @@ def named_plan(plan_name: str) -> tuple[PlanPart, ...]:
         raise PlanError(f"unknown plan {plan_name!r}; known plans: {', '.join(sorted(PLANS))}") from None
 
 
-def plan_shards(date: str | None, count: int | None = None, families: str | None = None, split: str = "train",
+def plan_shards(date: str | None, count: int | None = None, families: str | None = None, split: str = DEFAULT_SPLIT,
                 setter: str = "template", model: str | None = None,
                 shard_size: int = DEFAULT_SHARD_SIZE, plan_name: str | None = None,
                 fallback_model: str | None = None, difficulty: str | None = None) -> list[ShardSpec]:

@@ -58,18 +58,19 @@ def test_choices_and_defaults_come_from_their_owners():
         assert _options(command)["--format"].choices == DOCUMENT_FORMATS
 
 
-def test_the_plan_and_runner_constants_agree_with_the_stages_that_use_them():
+def test_the_stages_plan_and_run_with_the_constants_the_parser_offers():
     """tasks.plan and flows.runners import Prefect, which the parser must not (the local server's URL is set before
-    Prefect reads its settings): the parser reads these from schemas.shard, and they must be the stages' own."""
+    Prefect reads its settings): both take the plan's defaults and the runners from schemas.shard, as the parser."""
     from flows.runners import RUNNERS
     from tasks import plan
 
-    assert RUNNERS == schemas.shard.RUNNERS
-    assert {name: [vars(part) for part in parts] for name, parts in plan.PLANS.items()} == {
-        name: [vars(part) for part in parts] for name, parts in schemas.shard.PLANS.items()}
+    assert RUNNERS is schemas.shard.RUNNERS and plan.PLANS is schemas.shard.PLANS
     assert (plan.DEFAULT_COUNT, plan.DEFAULT_SHARD_SIZE) == (schemas.shard.DEFAULT_COUNT,
                                                               schemas.shard.DEFAULT_SHARD_SIZE)
-    assert inspect.signature(plan.plan_shards).parameters["split"].default == schemas.shard.DEFAULT_SPLIT
+    from flows.generate import generate
+
+    for function in (plan.plan_shards, generate.fn):
+        assert inspect.signature(function).parameters["split"].default == schemas.shard.DEFAULT_SPLIT
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))

@@ -103,4 +103,4 @@ def test_help_says_what_the_dask_runner_does_not_do(capsys):
         main(["generate", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "--runner {threads,dask}" in text and "--dask-address tcp://HOST:PORT" in text
-    assert "progress bar only updates when the run ends" in text and "--max-cost-usd is refused" in text
+    assert "progress bar moves as each shard's stages complete" in text and "--max-cost-usd is refused" in text
