@@ -31,7 +31,7 @@ def landed_ids(date: str, count: int, families: str | None, difficulty: str | No
 def operation_fingerprints() -> dict[str, str]:
     """Per family, a hash of its operations (names, kinds, summaries, argument schemas) on nine sampled instances:
     the template setter's tools take their words from the phrase files, so the ids alone do not pin the summaries
-    that the LLM setter and `vhd families --operations` show."""
+    that the LLM setter shows the model and falls back on."""
     import hashlib
 
     import numpy as np
