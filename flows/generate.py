@@ -31,6 +31,7 @@ from tasks.solve import solve_shard
 from tasks.validate import validate_shard
 
 DEFAULT_WORKERS = 4
+LANDING_THREADS = 2
 POOL_MIN_ENVIRONMENTS = 200
 
 
@@ -62,7 +63,18 @@ def generate(date: str | None = None, count: int | None = None, families: str | 
     if hub is not None and skipped:
         hub.add(admitted=skipped)  # shards committed by an earlier run count as delivered
     totals = StageTotals()
-    landings, failures = run_rounds(todo, budget, warehouse, run_id, totals)
+    # a shard lands as soon as it is done, on threads of its own: queued behind every other shard's stages on the
+    # flow's runner, the first landing would come near the end of the run, and an interrupted run would keep nothing
+    with ThreadPoolTaskRunner(max_workers=LANDING_THREADS) as landing_runner:
+        landings, failures = run_rounds(todo, budget, warehouse, run_id, totals, landing_runner)
+        landed = _landed(todo, landings, failures)
+    summary = commit_shards(warehouse, run_id, flow_run_id, day, {**parameters, "date": day}, landed, skipped,
+                            [failures[s.key] for s in todo if s.key in failures], started, totals.by_stage)
+    return final_state(summary)
+
+
+def _landed(todo, landings: dict, failures: dict) -> list:
+    """The landed shards in plan order; a landing that failed after its retries is added to `failures`."""
     landed = []
     for shard in todo:
         if shard.key in landings:
@@ -72,12 +84,11 @@ def generate(date: str | None = None, count: int | None = None, families: str | 
                 landed.append(future.result())
             else:  # the other shards still land; this one is named in the runs row and the flow's final state
                 failures[shard.key] = shard_failure(shard.key, [("land", future)])
-    summary = commit_shards(warehouse, run_id, flow_run_id, day, {**parameters, "date": day}, landed, skipped,
-                            [failures[s.key] for s in todo if s.key in failures], started, totals.by_stage)
-    return final_state(summary)
+    return landed
 
 
-def run_rounds(todo, budget: CostBudget | None, warehouse: str | None, run_id: str, totals: StageTotals):
+def run_rounds(todo, budget: CostBudget | None, warehouse: str | None, run_id: str, totals: StageTotals,
+               landing_runner: ThreadPoolTaskRunner):
     """Submit every shard's first round, then, as validations complete, each shard's next round or its landing.
 
     Returns the landing futures and the failures (one line each), by shard key. A stage's counts are added to
@@ -90,7 +101,8 @@ def run_rounds(todo, budget: CostBudget | None, warehouse: str | None, run_id: s
         nonlocal running
         shard, step = rounds.shard, rounds.next_step()
         if step is None:  # done: it has its count, or stops short (the result says why)
-            landings[shard.key] = land_shard.submit(warehouse, opaque(rounds.result), run_id)
+            parameters = {"warehouse": warehouse, "result": opaque(rounds.result), "run_id": run_id}
+            landings[shard.key] = landing_runner.submit(land_shard, parameters)
             return
         stages = []
         solved = None
