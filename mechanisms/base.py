@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
-import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,10 +19,16 @@ from typing import Any, ClassVar, Generic, TypeVar
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
+from mechanisms.arguments import (  # noqa: F401 - re-exported: families read their arguments through base
+    ActionError,
+    _shown,
+    require_int,
+    require_int_list,
+    require_number,
+)
 from mechanisms.facts import Fact, stated
 from mechanisms.operations import Operation, collect_operations
 from schemas.envspec import Action, OperationSpec, pickled_actions, unpickled_actions
-from schemas.strict_json import LONG_INT_TEXT, is_long_int
 from schemas.tiers import TIERS  # noqa: F401 - re-exported: the tiers belong with Tier
 
 P = TypeVar("P", bound=BaseModel)
@@ -35,10 +39,6 @@ NEAR_OPTIMAL = 0.97  # ... the share of the optimum (or of the way from idle to 
 
 # the name under which the sequential families record the optimal online policy below the hindsight ceiling
 ONLINE_BASELINE = "online_optimal"
-
-
-class ActionError(ValueError):
-    """An agent's action that the dynamics refuse; raised before any state is changed."""
 
 
 class ParamsError(ValueError):
@@ -357,53 +357,3 @@ def operation_calls(family: str, op: OperationSpec) -> list[Action]:
                              "must list its calls")
         ranges.append([(name, v) for v in range(int(arg.minimum), int(arg.maximum) + 1)])
     return [Action(op=op.name, args=dict(combo)) for combo in itertools.product(*ranges)]
-
-
-def _shown(value: Any) -> str:
-    """A value as an error message quotes it: at most 40 characters (an agent may send a 5,000-digit number)."""
-    if is_long_int(value):  # Python refuses the repr of an integer of over 4,300 digits
-        return LONG_INT_TEXT
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
-    """Read an integer argument within [low, high] or raise ActionError with a clear message."""
-    value = args.get(name)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)  # 3.0 is 3 (NaN and infinities are not integers)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ActionError(f"argument {name!r} must be an integer, got {_shown(value)}")
-    if not low <= value <= high:
-        raise ActionError(f"argument {name!r} must be between {low} and {high}, got {_shown(value)}")
-    return int(value)
-
-
-def require_int_list(args: dict[str, Any], name: str, low: int, high: int, distinct: bool = True) -> list[int]:
-    """Read a non-empty list of integers within [low, high] (distinct unless told) or raise ActionError (a bulk
-    decision's ids)."""
-    value = args.get(name)
-    if not isinstance(value, list) or not value:
-        raise ActionError(f"argument {name!r} must be a non-empty list of integers, got {_shown(value)}")
-    if len(value) > high - low + 1 and distinct:
-        raise ActionError(f"argument {name!r} lists {len(value)} entries; there are only {high - low + 1}")
-    if all(type(v) is int and low <= v <= high for v in value):  # the common case, without a call per entry
-        numbers_ = list(value)
-    else:
-        numbers_ = [require_int({name: v}, name, low, high) for v in value]
-    if distinct and len(set(numbers_)) != len(numbers_):
-        repeated = next(n for n in numbers_ if numbers_.count(n) > 1)
-        raise ActionError(f"argument {name!r} lists {repeated} twice")
-    return numbers_
-
-
-def require_number(args: dict[str, Any], name: str, low: float, high: float) -> float:
-    """Read a numeric argument within [low, high] (a tiny relative tolerance) or raise ActionError."""
-    value = args.get(name)
-    if (isinstance(value, bool) or not isinstance(value, (int, float))
-            or isinstance(value, float) and not math.isfinite(value)):
-        raise ActionError(f"argument {name!r} must be a number, got {_shown(value)}")
-    slack = 1e-9 * max([1.0, *(abs(bound) for bound in (low, high) if math.isfinite(bound))])
-    if not low - slack <= value <= high + slack:
-        raise ActionError(f"argument {name!r} must be between {low:g} and {high:g}, got {_shown(value)}")
-    return float(min(max(value, low), high))

@@ -30,8 +30,8 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms._production import BulkPlanning, limits, planned, resource_shapes, room, scipy_optimize
-from mechanisms.base import ActionError, Solution, Tier
+from mechanisms._production import limits, planned, resource_shapes, room, scipy_optimize
+from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, flat, non_negative, stickers_default_to_truth
@@ -171,12 +171,12 @@ Product = Annotated[int, Between(1, "n_products"), "product number"]  # a produc
 # units of one product (no maximum where no row bounds it)
 Quantity = Annotated[float, Between(0, _quantity_bound),
                      "units to make this period"]
-# read by BulkPlanning.apply
-Plan = Annotated[list[float], Between(0, _quantity_bound, max_items="n_products"),
+# one quantity per product, each above its bound lowered to it
+Plan = Annotated[list[float], Between(0, _quantity_bound, max_items="n_products", min_items="n_products", clip=True),
                  "units of every product this period, in product order"]
 
 
-class LP(BulkPlanning[LPParams]):
+class LP(Mechanism[LPParams]):
     id = "lp"
     version = 1
     group = "near_ood"

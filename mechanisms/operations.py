@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args, get_origin
 
+from mechanisms.arguments import ActionError, _shown, require_int, require_int_list, require_number
 from schemas.envspec import ArgSpec, OperationSpec
 
 Kind = Literal["probe", "info", "decision", "clock"]
@@ -39,13 +40,16 @@ Observation = dict[str, Any]
 
 @dataclass(frozen=True)
 class Between:
-    """Inclusive bounds of an argument, or of each entry of a list argument (with its longest length and whether
-    its entries must differ). A bound is a number, a parameter attribute's name, or a function of the parameters."""
+    """Inclusive bounds of an argument, or of each entry of a list argument (with its longest and shortest length
+    and whether its entries must differ). A bound is a number, a parameter attribute's name, or a function of the
+    parameters."""
 
     minimum: Bound = None
     maximum: Bound = None
     max_items: Bound = None
     distinct: bool = True
+    min_items: Bound = None  # a list's shortest length (not in the tool schema: checked when a call is read)
+    clip: bool = False  # a number above the maximum is lowered to it instead of refused
 
 
 @dataclass(frozen=True)
@@ -102,26 +106,27 @@ class Argument:
 
     def read(self, params: Any, args: dict[str, Any]) -> Any:
         """The argument's value, checked against its bounds (ActionError with the problem otherwise)."""
-        from mechanisms.base import ActionError, _shown, require_int, require_int_list, require_number
-
         b = self.between
         low, high = resolve(b.minimum, params), resolve(b.maximum, params)
         if self.type == "integer":
             return require_int(args, self.name, low, high)
-        if self.type == "number":
-            low, high = -math.inf if low is None else low, math.inf if high is None else high
-            return require_number(args, self.name, low, high)
-        longest = resolve(b.max_items, params)
         if self.items == "integer":
             values = require_int_list(args, self.name, low, high, b.distinct)
         else:
+            low = -math.inf if low is None else low
+            ceiling = math.inf if high is None or b.clip else high  # with clip, a number above the maximum is read
+            top = math.inf if high is None else high
+            if self.type == "number":
+                return min(require_number(args, self.name, low, ceiling), top)
             values = args.get(self.name)
             if not isinstance(values, list) or not values:
                 raise ActionError(f"argument {self.name!r} must be a non-empty list of numbers, got {_shown(values)}")
-            low, high = -math.inf if low is None else low, math.inf if high is None else high
-            values = [require_number({self.name: v}, self.name, low, high) for v in values]
+            values = [min(require_number({self.name: v}, self.name, low, ceiling), top) for v in values]
+        shortest, longest = resolve(b.min_items, params), resolve(b.max_items, params)
         if longest is not None and len(values) > longest:
             raise ActionError(f"argument {self.name!r} lists {len(values)} entries; at most {longest} are allowed")
+        if shortest is not None and len(values) < shortest:
+            raise ActionError(f"argument {self.name!r} lists {len(values)} entries; at least {shortest} are needed")
         return values
 
 

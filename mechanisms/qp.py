@@ -39,8 +39,8 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mechanisms._production import BulkPlanning, limits, planned, resource_shapes, room, scipy_optimize
-from mechanisms.base import NEAR_OPTIMAL, ActionError, Solution, Tier
+from mechanisms._production import limits, planned, resource_shapes, room, scipy_optimize
+from mechanisms.base import NEAR_OPTIMAL, ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, flat, non_negative, rows_of, stickers_default_to_truth
@@ -256,12 +256,12 @@ def _fitted(p: QPParams, wanted: list[float]) -> np.ndarray:
 
 Product = Annotated[int, Between(1, "n"), "product number"]  # a product number, 1..n
 Quantity = Annotated[float, Between(0, _quantity_bound), "units to make"]  # units of one product
-# read by BulkPlanning.apply
-Plan = Annotated[list[float], Between(0, _quantity_bound, max_items="n"),
+# one quantity per product, each above its bound lowered to it
+Plan = Annotated[list[float], Between(0, _quantity_bound, max_items="n", min_items="n", clip=True),
                  "units of every product, in product order"]
 
 
-class QP(BulkPlanning[QPParams]):
+class QP(Mechanism[QPParams]):
     id = "qp"
     version = 1
     group = "near_ood"
