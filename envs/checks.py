@@ -20,7 +20,7 @@ import re
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, get_args
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from envs.difficulty import INFORMED, MIN_INFORMED_SCORE, measure
 from envs.environment import Environment
 from envs.lint import LintError, lint
 from mechanisms.base import ActionError, Mechanism, ParamsError, remembered_solutions
-from schemas.envspec import MODES, RUNTIME_OPERATION_NAMES, Action, EnvSpec
+from schemas.envspec import MODES, RUNTIME_OPERATION_NAMES, Action, EnvSpec, ToolKind
 from setter.phrasebook import family_phrases
 from setter.spec import build_spec, turn_budget
 from setter.template import TemplateSetter
@@ -641,7 +641,7 @@ def _declarations(m: Mechanism, independent: IndependentReference | None) -> Ite
 
 
 OPERATION_NAME = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
-KINDS = ("probe", "info", "decision", "clock")
+KINDS = get_args(ToolKind)
 
 
 @family_check("operation_schema")
@@ -686,7 +686,7 @@ def _operation_problems(op) -> Iterator[str]:
         if arg.type == "array" and arg.items not in ("integer", "number"):
             yield f"{about} is an array of {arg.items!r}; it must hold integers or numbers"
         if not arg.description.strip():
-            yield f"{about} has no description (its docstring's Args: entry)"
+            yield f"{about} has no description (a string in its Annotated type, or an Args: entry)"
         low, high = arg.minimum, arg.maximum
         integral = arg.type == "integer" or arg.items == "integer"
         for bound in (low, high):

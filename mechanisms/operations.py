@@ -27,12 +27,11 @@ import re
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Annotated, Any, get_args, get_origin
 
 from mechanisms.arguments import ActionError, _shown, require_int, require_int_list, require_number
-from schemas.envspec import ArgSpec, OperationSpec
+from schemas.envspec import ArgSpec, OperationSpec, ToolKind
 
-Kind = Literal["probe", "info", "decision", "clock"]
 Bound = float | int | str | Callable[[Any], float] | None
 State = dict[str, Any]
 Observation = dict[str, Any]
@@ -54,13 +53,13 @@ class Between:
 
 @dataclass(frozen=True)
 class Mark:
-    kind: Kind
+    kind: ToolKind
     decoy: bool = False
     estimates: str | None = None  # a decoy's: the observation key of the true quantity it stands in for
     when: Callable[[Any], bool] | None = None  # offered only for parameters where this holds
 
 
-def _marker(kind: Kind):
+def _marker(kind: ToolKind):
     def mark(method: Callable | None = None, *, decoy: bool = False, estimates: str | None = None,
              when: Callable[[Any], bool] | None = None):
         def marked(fn: Callable) -> Callable:
