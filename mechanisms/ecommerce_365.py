@@ -434,6 +434,10 @@ def _replay(p: EcommerceParams, actions: list[Action], mechanism: Mechanism) -> 
 
 Product = Annotated[int, Between(1, "products"), "product number"]  # a product number, 1..P
 Day = Annotated[int, Between(1, "horizon")]  # a day number, 1..T
+PriceLevel = Annotated[int, Between(1, "price_levels"), "price level (1 is the cheapest)"]
+AdLevel = Annotated[int, Between(1, "ad_levels"), "advertising level (1 is off)"]
+Units = Annotated[int, Between(1, "max_order"), "units"]
+DaysToClose = Annotated[int, Between(1, "horizon"), "number of days to close"]
 # a plan: one entry per day from today (at most T, repeats allowed)
 PricePlan = Annotated[list[int], Between(1, "price_levels", max_items="horizon", distinct=False),
                       "price level per day from today"]
@@ -746,36 +750,24 @@ class Ecommerce365(Mechanism[EcommerceParams]):
 
     @decision
     def set_price(self, p: EcommerceParams, state: State, product: Product,
-                  level: Annotated[int, Between(1, "price_levels")]) -> Observation:
-        """set the price level of one product
-
-        Args:
-            level: price level (1 is the cheapest)
-        """
+                  level: PriceLevel) -> Observation:
+        """set the price level of one product"""
         _running(state)
         state["price"][product - 1] = level - 1
         return {"product": product, "price_level": level}
 
     @decision
     def set_ads(self, p: EcommerceParams, state: State, product: Product,
-                level: Annotated[int, Between(1, "ad_levels")]) -> Observation:
-        """set the advertising level of one product
-
-        Args:
-            level: advertising level (1 is off)
-        """
+                level: AdLevel) -> Observation:
+        """set the advertising level of one product"""
         _running(state)
         state["ads"][product - 1] = level - 1
         return {"product": product, "ad_level": level}
 
     @decision
     def order_stock(self, p: EcommerceParams, state: State, product: Product,
-                    quantity: Annotated[int, Between(1, "max_order")]) -> Observation:
-        """add units to today's order of one product
-
-        Args:
-            quantity: units
-        """
+                    quantity: Units) -> Observation:
+        """add units to today's order of one product"""
         _running(state)
         i, T = product - 1, p.horizon
         arrival = state["day"] + p.lead_time[i]
@@ -817,13 +809,9 @@ class Ecommerce365(Mechanism[EcommerceParams]):
         return _close_days(p, state, 1)
 
     @clock
-    def advance_days(self, p: EcommerceParams, state: State, days: Annotated[int, Between(1, "horizon")]
+    def advance_days(self, p: EcommerceParams, state: State, days: DaysToClose
                      ) -> Observation:
-        """close several days in a row with the same settings (orders only on the first)
-
-        Args:
-            days: number of days to close
-        """
+        """close several days in a row with the same settings (orders only on the first)"""
         return _close_days(p, state, days)
 
     @clock
