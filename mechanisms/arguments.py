@@ -60,5 +60,8 @@ def require_number(args: dict[str, Any], name: str, low: float, high: float) -> 
         raise ActionError(f"argument {name!r} must be a number, got {_shown(value)}")
     slack = 1e-9 * max([1.0, *(abs(bound) for bound in (low, high) if math.isfinite(bound))])
     if not low - slack <= value <= high + slack:
+        if math.isinf(high) or math.isinf(low):  # one-sided: "at least 0", not "between 0 and inf"
+            side = f"at least {low:g}" if math.isinf(high) else f"at most {high:g}"
+            raise ActionError(f"argument {name!r} must be {side}, got {_shown(value)}")
         raise ActionError(f"argument {name!r} must be between {low:g} and {high:g}, got {_shown(value)}")
     return float(min(max(value, low), high))
