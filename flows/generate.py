@@ -101,7 +101,7 @@ def run_rounds(todo, budget: CostBudget | None, warehouse: str | None, run_id: s
         nonlocal running
         shard, step = rounds.shard, rounds.next_step()
         if step is None:  # done: it has its count, or stops short (the result says why)
-            parameters = {"warehouse": warehouse, "result": opaque(rounds.result), "run_id": run_id}
+            parameters = {"warehouse": warehouse, "result": opaque(rounds.landing), "run_id": run_id}
             landings[shard.key] = landing_runner.submit(land_shard, parameters)
             return
         stages = []

@@ -16,7 +16,7 @@ from mechanisms.base import ONLINE_BASELINE
 from schemas.envspec import Difficulty
 from tasks import pool
 from tasks.common import WRITE_OPTIONS, cpu_hour_usd, shard_run_name
-from tasks.validate import ShardResult, checks_json
+from tasks.validate import ShardParts, ShardResult, checks_json
 from warehouse.landing import land
 from warehouse.location import resolve_warehouse
 
@@ -112,9 +112,9 @@ def write_shard(warehouse: str, result: ShardResult, run_id: str) -> LandedShard
     return landed
 
 
-def land_result(warehouse: str, result: ShardResult, run_id: str) -> LandedShard:
-    """Write the shard's tables (in a worker process when the pool has any)."""
-    return pool.call(write_shard, warehouse, result, run_id)
+def land_result(warehouse: str, result: ShardResult | ShardParts, run_id: str) -> LandedShard:
+    """Write the shard's tables (in a worker process when the pool has any, which reads its rounds' packed parts)."""
+    return pool.call_staged(write_shard, warehouse, result, run_id)
 
 
 land_shard = task(name="land", task_run_name=shard_run_name("land"), **WRITE_OPTIONS)(land_result)

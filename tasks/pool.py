@@ -5,18 +5,27 @@ and the LLM budget stay in the flow's process, and only pure functions of their 
 template rendering, admission, writing a shard's files) are sent to the pool. Their results do not depend on where
 they run, so a run lands the same environment ids with or without the pool.
 
+What a stage makes in a worker stays pickled until a worker reads it (`Packed`): the flow's process hands a stage's
+items from one worker to the next as bytes, and Prefect persists those bytes for the shard cache, so that the
+process that runs Prefect never pickles or unpickles an environment (`call_staged`). A worker reports counts as they
+happen (each admission) through a queue that a thread of the flow's process hands to the stage's listener, so a
+progress bar moves per environment whichever process admits it.
+
 `configure(processes)` sets the pool's size for the runs that follow (0 or 1: everything in this process); it is
 started on first use, from a fork server that has imported the stage code once, and stopped with `shutdown()`.
 """
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
+import pickle
 import signal
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -27,6 +36,33 @@ PRELOAD = ["envs.admission", "tasks.land", "tasks.render", "tasks.sample", "task
 _lock = threading.Lock()
 _processes = 0
 _pool: ProcessPoolExecutor | None = None
+_reports: Any = None  # the queue a worker reports on (set in each worker; in the flow's process, the pool's)
+_listeners: dict[int, tuple[Callable[[Any], None], threading.Event]] = {}
+_listener_ids = itertools.count(1)
+_drain: threading.Thread | None = None
+REPORT_WAIT_SECONDS = 10.0  # how long a stage waits for its last reports after its worker returned
+
+
+@dataclass(frozen=True)
+class Packed:
+    """Items pickled in the process that made them, with their number: read only where they are used."""
+
+    blob: bytes
+    count: int
+
+
+def pack(items: Any, count: int | None = None) -> Packed:
+    """`items` pickled, with their number (default: len(items))."""
+    return Packed(pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL), len(items) if count is None else count)
+
+
+def unpack(items: list | Packed) -> list:
+    """The items themselves (a list that was never packed is returned as it is)."""
+    return pickle.loads(items.blob) if isinstance(items, Packed) else items
+
+
+def count(items: list | Packed) -> int:
+    return items.count if isinstance(items, Packed) else len(items)
 
 
 def default_processes() -> int:
@@ -61,24 +97,45 @@ def processes() -> int:
 
 
 def _pool_locked() -> ProcessPoolExecutor:
-    global _pool
+    global _pool, _reports, _drain
     if _pool is None:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD)
+        _reports = context.SimpleQueue()  # a put is written at once (no feeder thread): it precedes the result
+        _drain = threading.Thread(target=_drain_reports, args=(_reports,), name="vhd-pool-reports", daemon=True)
+        _drain.start()
         _pool = ProcessPoolExecutor(max_workers=_processes, mp_context=context, initializer=_adopt_environment,
-                                    initargs=(dict(os.environ),))
+                                    initargs=(dict(os.environ), _reports))
     return _pool
 
 
-def _adopt_environment(environment: dict[str, str]) -> None:
+def _drain_reports(reports) -> None:
+    """The flow's side of the report queue: each report to its stage's listener, each stage's end to its waiter."""
+    while True:
+        listener_id, counts = reports.get()
+        if listener_id is None:
+            return
+        entry = _listeners.get(listener_id)
+        if entry is None:
+            continue
+        listener, finished = entry
+        if counts is None:
+            finished.set()
+        else:
+            listener(counts)
+
+
+def _adopt_environment(environment: dict[str, str], reports=None) -> None:
     """A worker's environment variables are this process's when the pool started (settings such as the S3 endpoint
     or the CPU-hour price are read from them), not the fork server's, which started with the first pool.
 
     Ctrl-C reaches the whole process group: a worker ignores it (no KeyboardInterrupt traceback from each one),
     and the flow's process stops the workers itself (cli.interrupts)."""
+    global _reports
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.clear()
     os.environ.update(environment)
+    _reports = reports
 
 
 def submit(function: Callable[..., T], *args: Any) -> Future[T]:
@@ -100,15 +157,63 @@ def call(function: Callable[..., T], *args: Any) -> T:
     return submit(function, *args).result()
 
 
+def _unpacked(value: Any) -> Any:
+    """An argument as the stage function takes it: packed items read, a stage result's packed items read."""
+    if isinstance(value, Packed):
+        return unpack(value)
+    if hasattr(value, "unpacked"):
+        return value.unpacked()
+    return value
+
+
+def _run_staged(function: Callable[..., Any], args: tuple, listener_id: int | None) -> Any:
+    """In a worker: the stage function on its arguments as it takes them, its counts reported on the queue as they
+    happen, its result's items packed (`packed()`). The stage's end is reported last, before the result is sent."""
+    kwargs: dict[str, Any] = {}
+    if listener_id is not None:
+        kwargs["report"] = lambda counts: _reports.put((listener_id, counts))
+    try:
+        result = function(*(_unpacked(arg) for arg in args), **kwargs)
+    finally:
+        if listener_id is not None:
+            _reports.put((listener_id, None))
+    return result.packed() if hasattr(result, "packed") else result
+
+
+def call_staged(function: Callable[..., T], *args: Any, report: Callable[[Any], None] | None = None) -> T:
+    """`function(*args)` for a stage: in a worker process when there is a pool, where packed arguments (Packed, or a
+    result with `unpacked()`) are read and the result's items are packed (`packed()`); else here, as it is.
+
+    With `report`, the function is called with `report=`, a callable that hands counts to `report` as they happen,
+    in this process, before this returns."""
+    with _lock:
+        pool = _pool_locked() if _processes else None
+    if pool is None:
+        return function(*(_unpacked(arg) for arg in args), **({} if report is None else {"report": report}))
+    if report is None:
+        return pool.submit(_run_staged, function, args, None).result()
+    listener_id, finished = next(_listener_ids), threading.Event()
+    _listeners[listener_id] = (report, finished)
+    try:
+        result = pool.submit(_run_staged, function, args, listener_id).result()
+        finished.wait(REPORT_WAIT_SECONDS)  # the reports are in the queue ahead of the result: read them all
+        return result
+    finally:
+        _listeners.pop(listener_id, None)
+
+
 _last_cpu_seconds: float | None = None
 
 
 def _stop_locked() -> None:
-    global _pool, _last_cpu_seconds
+    global _pool, _last_cpu_seconds, _reports, _drain
     if _pool is not None:
         _last_cpu_seconds = _workers_cpu_seconds(_pool)
         _pool.shutdown(wait=True, cancel_futures=True)
         _pool = None
+        _reports.put((None, None))
+        _drain.join(timeout=REPORT_WAIT_SECONDS)
+        _reports, _drain = None, None
 
 
 def _workers_cpu_seconds(pool: ProcessPoolExecutor) -> float | None:

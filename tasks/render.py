@@ -102,16 +102,21 @@ def model_calls(key: str, budget: CostBudget | None) -> Iterator[None]:
         yield
 
 
-def render_stage(shard: ShardSpec, step: Step, solved: Staged[Solved] | None, spares: list[Solved],
+def render_stage(shard: ShardSpec, step: Step, solved: Staged[Solved] | None, spares: list[Solved] | pool.Packed,
                  budget: CostBudget | None = None) -> Staged[Candidate]:
     """The stage task's body: the spares the previous round left, then this round's solved instances, rendered
     where the setter renders (see renders_in_pool and render_candidates)."""
-    batch = [*spares, *(solved.items if solved is not None else [])]
     if renders_in_pool(shard):
-        candidates = pool.call(render_candidates, shard, batch, step.need)
-    else:
-        with model_calls(progress.stage_key(shard.key, step.number, "render"), budget):
-            candidates = render_candidates(shard, batch, step.need, budget)
+        return pool.call_staged(render_round, shard, step, solved, spares)
+    with model_calls(progress.stage_key(shard.key, step.number, "render"), budget):  # a model renders here
+        return render_round(shard, step, None if solved is None else solved.unpacked(), pool.unpack(spares), budget)
+
+
+def render_round(shard: ShardSpec, step: Step, solved: Staged[Solved] | None, spares: list[Solved],
+                 budget: CostBudget | None = None) -> Staged[Candidate]:
+    """The spares, then the round's solved instances, rendered (render_candidates), with the calls and seconds."""
+    batch = [*spares, *(solved.items if solved is not None else [])]
+    candidates = render_candidates(shard, batch, step.need, budget)
     counts = StageCounts.of_calls([call for c in candidates for call in c.calls])
     counts.seconds = sum(c.seconds for c in candidates)
     return Staged(candidates, counts)

@@ -15,12 +15,12 @@ as Prefect tasks, and `run_shard` runs them one after the other in this process 
 from __future__ import annotations
 
 from setter.budget import CostBudget
-from tasks import progress
+from tasks import pool, progress
 from tasks.common import StageCounts, Step
 from tasks.render import render_stage
 from tasks.sample import initial_count, sample_stage
 from tasks.solve import Solved, solve_stage
-from tasks.validate import ShardResult, Validated, validate_stage
+from tasks.validate import ShardParts, ShardResult, Validated, validate_stage
 
 MAX_INSTANCES_PER_ADMITTED = 5
 STAGES = ("sample", "solve", "render", "validate")
@@ -38,26 +38,33 @@ class ShardRounds:
     def __init__(self, shard, budget: CostBudget | None = None) -> None:
         self.shard = shard
         self.budget = budget
-        self.result = ShardResult(shard)
-        self.spares: list[Solved] = []
+        self.landing = ShardParts(shard)  # what the rounds found, as the landing takes it
+        self.admitted = 0
+        self.spares: list[Solved] | pool.Packed = []
         self.next_index = 0
         self.rounds = 0
 
+    @property
+    def result(self) -> ShardResult:
+        """The shard's admitted environments, attempts and calls so far, and why it stopped short, if it did."""
+        return self.landing.unpacked()
+
     def next_step(self) -> Step | None:
-        """The next round, or None when the shard is done: it has its count, or it stops short (`result.short_by`
-        and `result.budget_exhausted` say so)."""
-        need = self.shard.count - len(self.result.admitted)
+        """The next round, or None when the shard is done: it has its count, or it stops short (`landing.short_by`
+        and `landing.budget_exhausted` say so)."""
+        need = self.shard.count - self.admitted
         if need <= 0:
             return None
-        if self.result.budget_exhausted or self.budget is not None and self.budget.exhausted:
+        if self.landing.budget_exhausted or self.budget is not None and self.budget.exhausted:
             return self._short(need, budget_exhausted=True)
+        spares = pool.count(self.spares)
         if not self.rounds:
             draw = initial_count(self.shard)
-        elif len(self.spares) >= need:
+        elif spares >= need:
             draw = 0
         else:
-            draw = max(0, min(need - len(self.spares) + 2, instance_limit(self.shard) - self.next_index))
-        if not draw and not self.spares:
+            draw = max(0, min(need - spares + 2, instance_limit(self.shard) - self.next_index))
+        if not draw and not spares:
             return self._short(need)
         self.rounds += 1
         step = Step(self.rounds, self.next_index, draw, need)
@@ -66,16 +73,14 @@ class ShardRounds:
 
     def add(self, validated: Validated) -> None:
         """A round's validation: its environments, attempts and calls join the shard's; its spares wait for the next."""
-        found = validated.result
-        self.result.admitted.extend(found.admitted)
-        self.result.attempts.extend(found.attempts)
-        self.result.calls.extend(found.calls)
-        self.result.budget_exhausted = self.result.budget_exhausted or found.budget_exhausted
+        self.landing.parts.append(validated.result)
+        self.admitted += validated.admitted
+        self.landing.budget_exhausted = self.landing.budget_exhausted or validated.budget_exhausted
         self.spares = validated.spares
 
     def _short(self, need: int, budget_exhausted: bool = False) -> None:
-        self.result.short_by = need
-        self.result.budget_exhausted = budget_exhausted
+        self.landing.short_by = need
+        self.landing.budget_exhausted = budget_exhausted
         self.spares = []
         return None
 

@@ -68,10 +68,15 @@ def sample_instances(shard: ShardSpec, start: int = 0, n: int | None = None) -> 
     return [item.instance for item in draw(shard, start, initial_count(shard) if n is None else n)]
 
 
+def draw_round(shard: ShardSpec, step: Step) -> Staged[Drawn]:
+    """The round's instances and the seconds they took."""
+    drawn = draw(shard, step.start, step.draw)
+    return Staged(drawn, StageCounts(seconds=sum(item.seconds for item in drawn)))
+
+
 def sample_stage(shard: ShardSpec, step: Step) -> Staged[Drawn]:
     """The stage task's body: the round's instances, drawn in a worker process when the pool has any."""
-    drawn = pool.call(draw, shard, step.start, step.draw)
-    return Staged(drawn, StageCounts(seconds=sum(item.seconds for item in drawn)))
+    return pool.call_staged(draw_round, shard, step)
 
 
 sample_shard = task(name="sample", task_run_name=shard_run_name("sample"), **STAGE_OPTIONS)(sample_stage)

@@ -43,11 +43,16 @@ def sample_and_solve(shard: ShardSpec, start: int = 0, n: int | None = None) -> 
     return solve_drawn(shard, draw(shard, start, initial_count(shard) if n is None else n))
 
 
-def solve_stage(shard: ShardSpec, step: Step, sampled: Staged[Drawn]) -> Staged[Solved]:
-    """The stage task's body: the sampled instances solved, in a worker process when the pool has any."""
-    solved = pool.call(solve_drawn, shard, sampled.items)
+def solve_round(shard: ShardSpec, sampled: Staged[Drawn]) -> Staged[Solved]:
+    """The sampled instances solved, and the seconds the solving took."""
+    solved = solve_drawn(shard, sampled.items)
     seconds = sum(item.seconds for item in solved) - sum(item.seconds for item in sampled.items)
     return Staged(solved, StageCounts(seconds=seconds))
+
+
+def solve_stage(shard: ShardSpec, step: Step, sampled: Staged[Drawn]) -> Staged[Solved]:
+    """The stage task's body: the sampled instances solved, in a worker process when the pool has any."""
+    return pool.call_staged(solve_round, shard, sampled)
 
 
 solve_shard = task(name="solve", task_run_name=shard_run_name("solve"), **STAGE_OPTIONS)(solve_stage)

@@ -23,7 +23,7 @@ from schemas.shard import CallRecord, ShardSpec
 from setter.budget import CostBudget
 from tasks import pool, progress
 from tasks.common import STAGE_OPTIONS, StageCounts, Staged, Step, shard_run_name
-from tasks.render import Candidate, model_calls, render_one
+from tasks.render import Candidate, model_calls, render_one, renders_in_pool
 from tasks.solve import Solved
 
 # rejections no rendering can fix (they depend on the instance and its budget only): the next instance is taken instead
@@ -62,13 +62,42 @@ class ShardResult:
 
 
 @dataclass
+class ShardParts:
+    """A shard's rounds' results as its landing takes them (a round validated in a worker process still packed), and
+    why it stopped short, if it did."""
+
+    shard: ShardSpec
+    parts: list[ShardResult | pool.Packed] = field(default_factory=list)
+    short_by: int = 0
+    budget_exhausted: bool = False
+
+    def unpacked(self) -> ShardResult:
+        """The shard's result: every round's environments, attempts and calls, in round order."""
+        merged = ShardResult(self.shard, short_by=self.short_by, budget_exhausted=self.budget_exhausted)
+        for part in self.parts:
+            found = pool.unpack(part)
+            merged.admitted.extend(found.admitted)
+            merged.attempts.extend(found.attempts)
+            merged.calls.extend(found.calls)
+        return merged
+
+
+@dataclass
 class Validated:
     """A validate stage's result: the round's admitted environments, attempts and calls (`result`), the solved
-    instances it did not reach that were never rendered (spares for the next round, in index order), and its counts."""
+    instances it did not reach that were never rendered (spares for the next round, in index order), and its counts;
+    what the rounds need to know of them (environments admitted, the budget spent) is told beside them, since a
+    worker process hands both on packed."""
 
-    result: ShardResult
-    spares: list[Solved]
+    result: ShardResult | pool.Packed
+    spares: list[Solved] | pool.Packed
     counts: StageCounts
+    admitted: int = 0
+    budget_exhausted: bool = False
+
+    def packed(self) -> Validated:
+        return Validated(pool.pack(self.result, 1), pool.pack(self.spares), self.counts, self.admitted,
+                         self.budget_exhausted)
 
 
 def admit_timed(spec: EnvSpec) -> tuple[Admission, str | None, float]:
@@ -117,7 +146,7 @@ def validate_candidates(shard: ShardSpec, candidates: list[Candidate], need: int
     for unused in verdicts.values():
         unused.cancel()
     result.calls.extend(call for c in candidates[taken:] for call in c.calls)  # rendered, not needed: still paid for
-    return Validated(result, spares, counts)
+    return Validated(result, spares, counts, len(result.admitted), result.budget_exhausted)
 
 
 def _admit_instance(shard: ShardSpec, candidate: Candidate, result: ShardResult, verdict_future: Future | None,
@@ -160,13 +189,23 @@ def _admit_instance(shard: ShardSpec, candidate: Candidate, result: ShardResult,
     return counts + decided
 
 
+def validate_round(shard: ShardSpec, step: Step, rendered: Staged[Candidate],
+                   report: Callable[[StageCounts], None] | None = None) -> Validated:
+    """The round's renderings validated (validate_candidates), each decision reported as it is made."""
+    return validate_candidates(shard, rendered.items, step.need, report)
+
+
 def validate_stage(shard: ShardSpec, step: Step, rendered: Staged[Candidate],
                    budget: CostBudget | None = None) -> Validated:
-    """The stage task's body: the round's renderings validated; re-renderings are charged to `budget` and every
-    admission, rejection and model call is counted live (tasks.progress)."""
+    """The stage task's body: the round's renderings validated, every admission and rejection counted live
+    (tasks.progress). With the template setter, in a worker process when the pool has any (it reports each decision
+    back as it is made); with a model, in this thread, where re-renderings are charged to `budget` and every model
+    call is counted live too."""
     key = progress.stage_key(shard.key, step.number, "validate")
+    if renders_in_pool(shard):
+        return pool.call_staged(validate_round, shard, step, rendered, report=progress.live(key))
     with model_calls(key, budget):
-        return validate_candidates(shard, rendered.items, step.need, progress.live(key))
+        return validate_round(shard, step, rendered.unpacked(), progress.live(key))
 
 
 validate_shard = task(name="validate", task_run_name=shard_run_name("validate"), **STAGE_OPTIONS)(validate_stage)
