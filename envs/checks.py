@@ -30,7 +30,7 @@ from envs.completeness import Incomplete, bound_observations, check_completeness
 from envs.difficulty import INFORMED, MIN_INFORMED_SCORE, measure
 from envs.environment import Environment
 from envs.lint import LintError, lint
-from mechanisms.base import ActionError, Mechanism, ParamsError, remembered_solutions
+from mechanisms.base import ActionError, Mechanism, ParamsError, parsed_once, remembered_solutions
 from schemas.envspec import MODES, RUNTIME_OPERATION_NAMES, Action, EnvSpec, ToolKind
 from setter.phrasebook import family_phrases
 from setter.spec import build_spec, turn_budget
@@ -76,6 +76,7 @@ class Admission:
     reason: str | None
     check: str | None
     checks: dict[str, Any] = field(default_factory=dict)
+    env_id: str | None = None  # the environment's id, when admitted
 
     @property
     def problems(self) -> list[Problem]:
@@ -92,8 +93,14 @@ def _close(a: float, b: float) -> bool:
 # --- one environment (admission) ---------------------------------------------------------------------------------
 def check_environment(spec: EnvSpec) -> Admission:
     """Run every check of one rendered environment; the first failure is the reason."""
+    with parsed_once():  # the checks read the spec's parameters and operations in many places
+        return _check_environment(spec)
+
+
+def _check_environment(spec: EnvSpec) -> Admission:
     checks: dict[str, Any] = {}
     try:
+        env_id = spec.env_id  # computed once: every play's result carries it
         check_structure(spec)
         checks["structure"] = "ok"
         observations = bound_observations(spec)
@@ -103,8 +110,8 @@ def check_environment(spec: EnvSpec) -> Admission:
             raise Rejected("completeness", str(gap)) from None
         checks["completeness"] = "ok"
         _check_band(spec, checks)
-        hidden_plays = _check_play(spec, checks)
-        hidden_plays.append(_check_ceiling(spec, checks))
+        hidden_plays = _check_play(spec, checks, env_id)
+        hidden_plays.append(_check_ceiling(spec, checks, env_id))
         try:
             lint(spec, observations, hidden_plays)
         except LintError as defect:
@@ -119,7 +126,7 @@ def check_environment(spec: EnvSpec) -> Admission:
     except Exception as error:  # any crash of the dynamics or the spec is a rejection, not a failure
         return Admission(False, f"{EXECUTES}: {type(error).__name__}: {error}"[:500], EXECUTES, checks)
     checks[EXECUTES] = "ok"
-    return Admission(True, None, None, checks)
+    return Admission(True, None, None, checks, env_id)
 
 
 def check_structure(spec: EnvSpec) -> None:
@@ -199,7 +206,7 @@ def _check_band(spec: EnvSpec, checks: dict[str, Any]) -> None:
         raise Rejected("C2", f"default position {position:.3f} is outside the band [{low}, {high}]")
 
 
-def _check_play(spec: EnvSpec, checks: dict[str, Any]) -> list[list[dict[str, Any]]]:
+def _check_play(spec: EnvSpec, checks: dict[str, Any], env_id: str | None = None) -> list[list[dict[str, Any]]]:
     """Every baseline through the rendered tools of every mode: C3 (the oracle reproduces u* and nothing beats it) and
     the default's replay (it reaches u0 and scores 0). Modes that expose the same tools behave the same (the mode
     only changes the instructions), so such a mode takes the verdicts of the first one; determinism is a property of
@@ -210,7 +217,7 @@ def _check_play(spec: EnvSpec, checks: dict[str, Any]) -> list[list[dict[str, An
     trajectories: dict[tuple, list[list[dict[str, Any]]]] = {}
     hidden: list[list[dict[str, Any]]] = []
     for mode in MODES:
-        env = Environment(spec, mode)
+        env = Environment(spec, mode, env_id)
         interface = tuple(tool.model_dump_json() for tool in env.tool_specs())
         if interface in played:
             checks[mode] = dict(played[interface])
@@ -245,13 +252,13 @@ def _check_play(spec: EnvSpec, checks: dict[str, Any]) -> list[list[dict[str, An
     return list(hidden)
 
 
-def _check_ceiling(spec: EnvSpec, checks: dict[str, Any]) -> list[dict[str, Any]]:
+def _check_ceiling(spec: EnvSpec, checks: dict[str, Any], env_id: str | None = None) -> list[dict[str, Any]]:
     """The informed agent's recorded play, replayed through the hidden mode's tools, reaches what was recorded and
     beats the default (else the budget, not skill, decides the score); a requested tier is the measured one."""
     difficulty = spec.difficulty
     if difficulty is None:
         raise Rejected("ceiling", "the environment records no difficulty measures")
-    result = play(Environment(spec, "hidden"), INFORMED)
+    result = play(Environment(spec, "hidden", env_id), INFORMED)
     recorded = spec.reference.baselines.get(INFORMED)
     if recorded is None or not _close(result.u, recorded):
         raise Rejected("ceiling", f"the informed agent reached {result.u:.6g} through the tools, {recorded} was "

@@ -37,12 +37,13 @@ class EpisodeResult:
 class Environment:
     """A stateful environment built from an EnvSpec in one presentation mode."""
 
-    def __init__(self, spec: EnvSpec, mode: Mode = DEFAULT_MODE):
+    def __init__(self, spec: EnvSpec, mode: Mode = DEFAULT_MODE, env_id: str | None = None):
+        """`env_id`: the spec's id when the caller has it already (hashing a whole spec takes a while)."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         self.spec = spec
         self.mode = mode
-        self._env_id: str | None = None
+        self._env_id: str | None = env_id
         self.mechanism = mechanisms.get(spec.family)
         if self.mechanism.version != spec.version:
             raise ValueError(f"{spec.family} is at version {self.mechanism.version}, the spec needs {spec.version}")
@@ -211,7 +212,7 @@ def shown(observation: Any, names: dict[str, str]) -> Any:
     if isinstance(observation, dict):
         return {_shown_key(key, names): shown(value, names) for key, value in observation.items()}
     if isinstance(observation, list):
-        if all(type(value) in _PLAIN for value in observation):  # a row of numbers: nothing to rename
+        if _PLAIN.issuperset(map(type, observation)):  # a row of numbers: nothing to rename
             return list(observation)
         return [shown(value, names) for value in observation]
     if isinstance(observation, str):

@@ -57,7 +57,7 @@ def _keys_and_strings(observation: Any, keys: list[str], strings: list[str]) -> 
             keys.append(str(key))
             _keys_and_strings(value, keys, strings)
     elif isinstance(observation, list):
-        if all(type(value) in _PLAIN for value in observation):  # a row of numbers: no key, no string
+        if _PLAIN.issuperset(map(type, observation)):  # a row of numbers: no key, no string
             return
         for value in observation:
             _keys_and_strings(value, keys, strings)

@@ -42,7 +42,7 @@ def require_int_list(args: dict[str, Any], name: str, low: int, high: int, disti
         raise ActionError(f"argument {name!r} must be a non-empty list of integers, got {_shown(value)}")
     if len(value) > high - low + 1 and distinct:
         raise ActionError(f"argument {name!r} lists {len(value)} entries; there are only {high - low + 1}")
-    if all(type(v) is int and low <= v <= high for v in value):  # the common case, without a call per entry
+    if set(map(type, value)) == {int} and low <= min(value) and max(value) <= high:  # the common case, in C
         numbers_ = list(value)
     else:
         numbers_ = [require_int({name: v}, name, low, high) for v in value]

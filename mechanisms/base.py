@@ -133,6 +133,34 @@ def remembered_solutions() -> Iterator[Remembered]:
         _REMEMBERED.reset(token)
 
 
+# Parameters read while a `parsed_once()` block runs, by the identity of their data (held, so that the identity stays
+# theirs), and the operations of parameters listed in it, by the identity of the parameters.
+_PARSED: ContextVar[dict[tuple[str, int], tuple[Any, Any]] | None] = ContextVar("parsed_once", default=None)
+
+
+@contextmanager
+def parsed_once() -> Iterator[None]:
+    """Within the block, the same parameter data (the same dict) is validated once and the same parameters'
+    operations are listed once: a checker that reads one spec in many places pays for it once. The data must not
+    change inside the block (parameters are frozen; their data is read, never written)."""
+    token = _PARSED.set({} if _PARSED.get() is None else _PARSED.get())
+    try:
+        yield
+    finally:
+        _PARSED.reset(token)
+
+
+def _parsed(kind: str, source: Any, make: Callable[[], Any]) -> Any:
+    memory = _PARSED.get()
+    if memory is None:
+        return make()
+    key = (kind, id(source))
+    hit = memory.get(key)
+    if hit is None or hit[0] is not source:
+        hit = memory[key] = (source, make())
+    return hit[1]
+
+
 def _remembering(solve: Callable[[Any, Any], Solution]) -> Callable[[Any, Any], Solution]:
     @functools.wraps(solve)
     def remembered(self, params):
@@ -181,6 +209,9 @@ class Mechanism(ABC, Generic[P]):
         """Build parameters from explicit data (pydantic validates shapes and signs); ParamsError if invalid."""
         if not isinstance(data, dict):
             raise ParamsError(f"bad {self.id} parameters: expected a JSON object of fields, got {type(data).__name__}")
+        return _parsed(f"{self.id} parameters", data, lambda: self._validated(data))
+
+    def _validated(self, data: dict[str, Any]) -> P:
         try:
             return self.Params.model_validate(data)  # type: ignore[return-value]
         except ValidationError as error:
@@ -230,7 +261,8 @@ class Mechanism(ABC, Generic[P]):
 
     def operations(self, params: P) -> list[OperationSpec]:
         """The primitive operations tools may be bound to (argument bounds may depend on params)."""
-        return [op.spec(params) for op in self.operation_table().values() if op.offered(params)]
+        return list(_parsed(f"{self.id} operations", params, lambda: tuple(
+            op.spec(params) for op in self.operation_table().values() if op.offered(params))))
 
     @abstractmethod
     def initial_state(self, params: P) -> dict[str, Any]:

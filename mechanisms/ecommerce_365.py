@@ -197,18 +197,19 @@ def _close_day(p: EcommerceParams, st: dict[str, Any]) -> list[int]:
     d = st["day"]
     cash = st["cash"]
     sold = []
-    for i in range(p.products):
-        level, ads, stock = st["price"][i], st["ads"][i], st["stock"][i]
-        sales = min(_demand(p, i, d, level, ads), stock)
+    levels, ad_levels, stocks, pending = st["price"], st["ads"], st["stock"], st["pending"]
+    for i in range(len(stocks)):
+        level, ads, stock = levels[i], ad_levels[i], stocks[i]
+        sales = min(p.base_demand[i][d] * p.price_response[i][level] * p.ad_response[i][ads] // 10000, stock)
         stock -= sales
         profit = p.prices[i][level] * sales - p.ad_costs[i][ads] - p.holding_cost[i] * stock
-        quantity = st["pending"][i]
+        quantity = pending[i]
         if quantity > 0:
             profit -= p.fixed_cost[i] + p.unit_cost[i] * quantity
             st["pipeline"].append([d + p.lead_time[i], i, quantity])
-            st["pending"][i] = 0
+            pending[i] = 0
         cash += profit
-        st["stock"][i] = stock
+        stocks[i] = stock
         sold.append(sales)
     cash -= p.daily_fee
     st["cash"] = cash
@@ -219,13 +220,13 @@ def _close_day(p: EcommerceParams, st: dict[str, Any]) -> list[int]:
         keep = []
         for entry in st["pipeline"]:
             if entry[0] == d:
-                st["stock"][entry[1]] += entry[2]
+                stocks[entry[1]] += entry[2]
             else:
                 keep.append(entry)
         st["pipeline"] = keep
     if st["negative_days"] > p.grace_days:
         st.update(bankrupt=True, bankrupt_day=d, finished=True)
-    elif d >= p.horizon:
+    elif d >= len(p.base_demand[0]):
         st["finished"] = True
     elif st["scheduled"]:
         _open_day(p, st)
@@ -465,13 +466,16 @@ def _plan(p: EcommerceParams, state: dict[str, Any], i: int, kind: str, values: 
         late = next((k for k, q in enumerate(values) if q > 0 and today + k + p.lead_time[i] > T - 1), None)
         if late is not None:
             raise ActionError(f"the order planned for day {today + late + 1} would arrive after the last day {T}")
-    scheduled = {day: [e for e in entries if not (e[0] == i and e[1] == kind)]
-                 for day, entries in state["scheduled"].items()}
+    # a new schedule that shares no list with the old one where it differs: the product's earlier plan of this kind
+    # goes, this plan's entries join their days
+    scheduled = dict(state["scheduled"])
+    for day, entries in scheduled.items():
+        if any(e[0] == i and e[1] == kind for e in entries):
+            scheduled[day] = [e for e in entries if e[0] != i or e[1] != kind]
     for k, value in enumerate(values[1:], start=1):
-        if kind != "orders":
-            scheduled.setdefault(str(today + k), []).append([i, kind, value - 1])
-        elif value > 0:
-            scheduled.setdefault(str(today + k), []).append([i, kind, value])
+        if kind != "orders" or value > 0:
+            day = str(today + k)
+            scheduled[day] = [*scheduled.get(day, ()), [i, kind, value - 1 if kind != "orders" else value]]
     state["scheduled"] = {day: entries for day, entries in scheduled.items() if entries}
     if kind == "orders":
         state["pending"][i] = values[0]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 
 from setter.corpus import passage_vocabulary
 from setter.phrasebook import family_vocabulary_keys
@@ -27,9 +28,9 @@ def words_of(text: str) -> set[str]:
 
 
 @functools.lru_cache(maxsize=4096)
-def vocabulary_words(family: str, passage_id: str) -> tuple[frozenset[str], dict[str, str], re.Pattern | None]:
-    """(the words of the passage's vocabulary this family names, the passage's phrases for what it does not name by
-    their normalised form -> vocabulary key, one pattern matching any of those phrases as whole words)."""
+def vocabulary_words(family: str, passage_id: str) -> tuple[frozenset[str], dict[str, str]]:
+    """(the words of the passage's vocabulary this family names, the passage's phrases for what it does not name:
+    each normalised (its lower-case words, one space between them) -> its vocabulary key, longest first)."""
     vocab = passage_vocabulary(passage_id)
     used = family_vocabulary_keys(family) | {"role", "place", "organization"}  # who and where: every story's own
     own_words = frozenset().union(*(words_of(vocab[key]) for key in used if key in vocab))
@@ -40,21 +41,28 @@ def vocabulary_words(family: str, passage_id: str) -> tuple[frozenset[str], dict
         phrase_words = words_of(phrase)
         if phrase_words and not phrase_words <= own_words:
             foreign[" ".join(_WORD.findall(phrase.lower()))] = key
-    if not foreign:
-        return own_words, foreign, None
-    alternatives = "|".join(re.escape(p) for p in sorted(foreign, key=len, reverse=True))
-    return own_words, foreign, re.compile(rf"\b(?:{alternatives})\b")
+    return own_words, {phrase: foreign[phrase] for phrase in sorted(foreign, key=len, reverse=True)}
+
+
+def first_phrase(text: str, phrases: Iterable[str]) -> str | None:
+    """The phrase that occurs first in a normalised text as whole words (of two at one place, the one listed first):
+    a normalised text is words and single spaces, so a whole-word match is a match between spaces."""
+    padded = f" {text} "
+    found = None
+    for phrase in phrases:
+        at = padded.find(f" {phrase} ")
+        if at >= 0 and (found is None or at < found[0]):
+            found = (at, phrase)
+    return None if found is None else found[1]
 
 
 def wording_problem(family: str, passage_id: str, text: str) -> str | None:
     """What is wrong with the text's words for this family and passage, or None."""
-    own_words, foreign, pattern = vocabulary_words(family, passage_id)
+    own_words, foreign = vocabulary_words(family, passage_id)
     generic = sorted((words_of(text) & TEMPLATE_WORDS) - own_words)
     if generic:
         return f"uses the generic word {generic[0]!r}; use the passage's word"
-    if pattern is not None:
-        match = pattern.search(" ".join(_WORD.findall(text.replace("_", " ").lower())))
-        if match:
-            phrase = match.group(0)
-            return f"uses {phrase!r}, the passage's word for another task's {foreign[phrase]}"
+    phrase = first_phrase(" ".join(_WORD.findall(text.replace("_", " ").lower())), foreign)
+    if phrase is not None:
+        return f"uses {phrase!r}, the passage's word for another task's {foreign[phrase]}"
     return None

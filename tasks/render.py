@@ -11,6 +11,7 @@ from prefect import task
 
 import mechanisms
 from envs.difficulty import measure
+from mechanisms.base import parsed_once, remembered_solutions
 from schemas.envspec import EnvSpec
 from schemas.shard import CallRecord, ShardSpec
 from setter import make_setter
@@ -54,7 +55,8 @@ def render_candidate(shard: ShardSpec, solved: Solved, attempt: int = 1, feedbac
     except BudgetExhausted as spent:
         return Candidate(solved, attempt, None, [], f"budget: {spent}", time.perf_counter() - started,
                          budget_exhausted=True)
-    difficulty, informed, measured = measure(mechanism, params, solved.outcome, budget, share, shard.difficulty)
+    with remembered_solutions(), parsed_once():  # the informed agent solves its belief where the belief is judged
+        difficulty, informed, measured = measure(mechanism, params, solved.outcome, budget, share, shard.difficulty)
     spec = build_spec(mechanism, params, solved.outcome, rendering, split=shard.split, size=solved.instance.size,
                       horizon=solved.instance.horizon, seed=solved.instance.seed, setter=shard.setter,
                       model=shard.model, budget=budget, difficulty=difficulty, informed=informed,

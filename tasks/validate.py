@@ -105,8 +105,7 @@ def admit_timed(spec: EnvSpec) -> tuple[Admission, str | None, float]:
     queued for a worker is not compute)."""
     started = time.perf_counter()
     verdict = admit(spec)
-    env_id = spec.env_id if verdict.admitted else None
-    return verdict, env_id, time.perf_counter() - started
+    return verdict, verdict.env_id, time.perf_counter() - started
 
 
 def _speculate(candidates: list[Candidate]) -> dict[int, Future]:
