@@ -33,8 +33,10 @@ def plain_loop(warehouse: str, date: str, count: int, families: str | None) -> f
     from tasks.commit import commit
     from tasks.land import land_result
     from tasks.plan import plan_shards
+    from tasks.pool import tune_gc
     from tasks.rounds import run_shard
 
+    tune_gc()  # the collector as the flow's processes set it (tasks.pool.STAGE_GC_THRESHOLDS)
     started = time.perf_counter()
     begun = dt.datetime.now(dt.UTC)
     shards = plan_shards(date, count, families)
@@ -105,6 +107,8 @@ def main() -> None:
         from tasks import pool
 
         processes = stage_processes(args.processes, args.count)
+        if processes > 1:
+            pool.start_fork_server()  # as `vhd generate` does when it starts
         run_generate(warehouse=str(Path(root) / "warm"), date=args.date, count=3, families="knapsack")  # imports
         server_cpu = process_cpu_seconds(server) if server else None
         own_cpu = time.process_time()

@@ -119,6 +119,10 @@ def cmd_generate(args) -> int:
     from flows.runners import check_runner
 
     check_runner(args.runner, args.dask_address, args.max_cost_usd)  # before the bar: a one-line error
+    from tasks import pool
+
+    if args.runner == "threads" and pool.processes_for(args.processes, total) > 1:
+        pool.start_fork_server()  # the workers' imports run beside this process's (Prefect's, the flow's)
     from cli import interrupts
 
     interrupts.set_note(interrupts.run_note(wh, shards[0].date))  # Ctrl-C: whether this run committed, how to finish

@@ -32,7 +32,6 @@ from tasks.validate import validate_shard
 
 DEFAULT_WORKERS = 4
 LANDING_THREADS = 2
-POOL_MIN_ENVIRONMENTS = 200
 
 
 @flow(name="generate", task_runner=ThreadPoolTaskRunner(max_workers=DEFAULT_WORKERS), log_prints=False)
@@ -148,11 +147,8 @@ def run_summary(state) -> dict:
 
 
 def stage_processes(processes: int | None, total: int) -> int:
-    """Worker processes for the stages' CPU work: `processes` if given, else one per core for a run of at least
-    POOL_MIN_ENVIRONMENTS environments (a smaller run is done before the workers would have started)."""
-    if processes is not None:
-        return processes
-    return pool.default_processes() if total >= POOL_MIN_ENVIRONMENTS else 0
+    """Worker processes for the stages' CPU work (tasks.pool.processes_for)."""
+    return pool.processes_for(processes, total)
 
 
 def run_generate_state(workers: int | None = None, runner: str = "threads", dask_address: str | None = None,

@@ -17,6 +17,7 @@ started on first use, from a fork server that has imported the stage code once, 
 
 from __future__ import annotations
 
+import gc
 import itertools
 import multiprocessing
 import os
@@ -31,7 +32,8 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 # what the fork server imports once, so that each worker it forks starts with the stage code loaded
-PRELOAD = ["envs.admission", "tasks.land", "tasks.render", "tasks.sample", "tasks.solve", "setter.template"]
+PRELOAD = ["envs.admission", "tasks.land", "tasks.render", "tasks.sample", "tasks.solve", "setter.template",
+           "scipy.optimize", "scipy.sparse"]  # the solvers import these on first use
 
 _lock = threading.Lock()
 _processes = 0
@@ -40,7 +42,12 @@ _reports: Any = None  # the queue a worker reports on (set in each worker; in th
 _listeners: dict[int, tuple[Callable[[Any], None], threading.Event]] = {}
 _listener_ids = itertools.count(1)
 _drain: threading.Thread | None = None
+POOL_MIN_ENVIRONMENTS = 200
 REPORT_WAIT_SECONDS = 10.0  # how long a stage waits for its last reports after its worker returned
+# the cyclic garbage collector's thresholds while stages run: the stages allocate millions of short-lived dicts and
+# lists (states, observations, unpickled items), and at Python's default (700, 10, 10) a full collection walks the
+# whole heap every few thousand surviving objects (about 8% of a run's CPU, half of an unpickling's)
+STAGE_GC_THRESHOLDS = (20_000, 50, 50)
 
 
 @dataclass(frozen=True)
@@ -65,12 +72,36 @@ def count(items: list | Packed) -> int:
     return items.count if isinstance(items, Packed) else len(items)
 
 
+def tune_gc() -> None:
+    """Set the collector for stage work in this process: what is loaded so far (the code, its tables) is frozen out
+    of every collection, and collections run less often (STAGE_GC_THRESHOLDS). Cycles are still collected."""
+    gc.freeze()
+    gc.set_threshold(*STAGE_GC_THRESHOLDS)
+
+
 def default_processes() -> int:
     """One worker process per core this process may use."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def processes_for(processes: int | None, total: int) -> int:
+    """Worker processes for a run of `total` environments: `processes` if given, else one per core for a run of at
+    least POOL_MIN_ENVIRONMENTS (a smaller run is done before the workers would have started)."""
+    if processes is not None:
+        return processes
+    return default_processes() if total >= POOL_MIN_ENVIRONMENTS else 0
+
+
+def start_fork_server() -> None:
+    """Start the fork server now: it imports the stage code (PRELOAD) in the background while this process goes on
+    with its own start, and the pool's workers fork from it ready to work."""
+    from multiprocessing import forkserver
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload(PRELOAD)
+    forkserver.ensure_running()
 
 
 def configure(processes: int | None) -> None:
@@ -82,6 +113,7 @@ def configure(processes: int | None) -> None:
     wanted = default_processes() if processes is None else int(processes)
     if wanted < 0:
         raise ValueError(f"processes must be 0 or more, got {processes}")
+    tune_gc()  # the flow's process runs stages too (all of them without a pool)
     with _lock:
         _stop_locked()  # a new pool adopts the environment as it is now
         _processes = wanted if wanted > 1 else 0
@@ -132,6 +164,7 @@ def _adopt_environment(environment: dict[str, str], reports=None) -> None:
     Ctrl-C reaches the whole process group: a worker ignores it (no KeyboardInterrupt traceback from each one),
     and the flow's process stops the workers itself (cli.interrupts)."""
     global _reports
+    tune_gc()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.clear()
     os.environ.update(environment)
