@@ -25,10 +25,11 @@ def _shown(value: Any) -> str:
 def require_int(args: dict[str, Any], name: str, low: int, high: int) -> int:
     """Read an integer argument within [low, high] or raise ActionError with a clear message."""
     value = args.get(name)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)  # 3.0 is 3 (NaN and infinities are not integers)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ActionError(f"argument {name!r} must be an integer, got {_shown(value)}")
+    if type(value) is not int:  # the common case needs no abstract-class check
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # 3.0 is 3 (NaN and infinities are not integers)
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ActionError(f"argument {name!r} must be an integer, got {_shown(value)}")
     if not low <= value <= high:
         raise ActionError(f"argument {name!r} must be between {low} and {high}, got {_shown(value)}")
     return int(value)

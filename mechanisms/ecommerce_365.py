@@ -180,7 +180,7 @@ def _fresh_state(p: EcommerceParams) -> dict[str, Any]:
     n = p.products
     return {"day": 0, "cash": float(p.initial_cash), "stock": [0] * n, "price": [p.price_levels // 2] * n,
             "ads": [0] * n, "pending": [0] * n, "pipeline": [], "negative_days": 0, "bankrupt": False,
-            "bankrupt_day": None, "finished": False, "scheduled": {}}
+            "bankrupt_day": None, "finished": False, "scheduled": {}, "planned": []}
 
 
 def _open_day(p: EcommerceParams, st: dict[str, Any]) -> None:
@@ -194,43 +194,62 @@ def _open_day(p: EcommerceParams, st: dict[str, Any]) -> None:
 
 def _close_day(p: EcommerceParams, st: dict[str, Any]) -> list[int]:
     """Serve today's demand, book the day, place today's orders, open the next day. Returns the units sold."""
-    d = st["day"]
-    cash = st["cash"]
-    sold = []
-    levels, ad_levels, stocks, pending = st["price"], st["ads"], st["stock"], st["pending"]
-    for i in range(len(stocks)):
-        level, ads, stock = levels[i], ad_levels[i], stocks[i]
-        sales = min(p.base_demand[i][d] * p.price_response[i][level] * p.ad_response[i][ads] // 10000, stock)
-        stock -= sales
-        profit = p.prices[i][level] * sales - p.ad_costs[i][ads] - p.holding_cost[i] * stock
-        quantity = pending[i]
-        if quantity > 0:
-            profit -= p.fixed_cost[i] + p.unit_cost[i] * quantity
-            st["pipeline"].append([d + p.lead_time[i], i, quantity])
-            pending[i] = 0
-        cash += profit
-        stocks[i] = stock
-        sold.append(sales)
-    cash -= p.daily_fee
-    st["cash"] = cash
-    st["negative_days"] = st["negative_days"] + 1 if cash < 0 else 0
-    d += 1
-    st["day"] = d
-    if st["pipeline"]:
-        keep = []
-        for entry in st["pipeline"]:
-            if entry[0] == d:
-                stocks[entry[1]] += entry[2]
-            else:
-                keep.append(entry)
-        st["pipeline"] = keep
-    if st["negative_days"] > p.grace_days:
-        st.update(bankrupt=True, bankrupt_day=d, finished=True)
-    elif d >= len(p.base_demand[0]):
-        st["finished"] = True
-    elif st["scheduled"]:
-        _open_day(p, st)
+    sold = [0] * len(st["stock"])
+    _close_run(p, st, 1, sold)
     return sold
+
+
+def _close_run(p: EcommerceParams, st: dict[str, Any], days: int, sold: list[int] | None = None,
+               cash_path: list[float] | None = None) -> None:
+    """Close up to `days` days in a row (fewer when the run ends on the way), each as _close_day describes; `sold`
+    adds up each product's units sold, `cash_path` keeps [lowest cash, longest run of negative days] up to date.
+
+    One loop for many days: the replays close hundreds of days per play, and a day reads a dozen figures."""
+    levels, ad_levels, stocks, pending = st["price"], st["ads"], st["stock"], st["pending"]
+    products = [(i, p.base_demand[i], p.price_response[i], p.ad_response[i], p.prices[i], p.ad_costs[i],
+                 p.holding_cost[i], p.fixed_cost[i], p.unit_cost[i], p.lead_time[i]) for i in range(len(stocks))]
+    horizon, fee, grace = len(p.base_demand[0]), p.daily_fee, p.grace_days
+    for _ in range(days):
+        d = st["day"]
+        cash = st["cash"]
+        for i, base, price_response, ad_response, prices, ad_costs, holding, fixed, unit, lead in products:
+            level, ads, stock = levels[i], ad_levels[i], stocks[i]
+            sales = min(base[d] * price_response[level] * ad_response[ads] // 10000, stock)
+            stock -= sales
+            profit = prices[level] * sales - ad_costs[ads] - holding * stock
+            quantity = pending[i]
+            if quantity > 0:
+                profit -= fixed + unit * quantity
+                st["pipeline"].append([d + lead, i, quantity])
+                pending[i] = 0
+            cash += profit
+            stocks[i] = stock
+            if sold is not None:
+                sold[i] += sales
+        cash -= fee
+        st["cash"] = cash
+        st["negative_days"] = st["negative_days"] + 1 if cash < 0 else 0
+        d += 1
+        st["day"] = d
+        if st["pipeline"]:
+            keep = []
+            for entry in st["pipeline"]:
+                if entry[0] == d:
+                    stocks[entry[1]] += entry[2]
+                else:
+                    keep.append(entry)
+            st["pipeline"] = keep
+        if cash_path is not None:
+            cash_path[0] = min(cash_path[0], cash)
+            cash_path[1] = max(cash_path[1], st["negative_days"])
+        if st["negative_days"] > grace:
+            st.update(bankrupt=True, bankrupt_day=d, finished=True)
+            return
+        if d >= horizon:
+            st["finished"] = True
+            return
+        if st["scheduled"]:
+            _open_day(p, st)
 
 
 def _autopilot(p: EcommerceParams, st: dict[str, Any]) -> None:
@@ -238,8 +257,9 @@ def _autopilot(p: EcommerceParams, st: dict[str, Any]) -> None:
     st["ads"] = [0] * p.products
     st["pending"] = [0] * p.products
     st["scheduled"] = {}
-    while not st["finished"]:
-        _close_day(p, st)
+    st["planned"] = []
+    if not st["finished"]:
+        _close_run(p, st, p.horizon - st["day"])
 
 
 # --- the exact solver ---------------------------------------------------------------------------------
@@ -310,14 +330,15 @@ def _daily_plan(p: EcommerceParams, intervals: list[list[tuple[int, int]]]
         for j, k in intervals[i]:
             cover[j:k + 1] = [j] * (k + 1 - j)
         current = (p.price_levels // 2) * A
+        margins = [x - p.unit_cost[i] for x in price]
+        holding = p.holding_cost[i]
         picked = []
         for t in range(T):
             if cover[t] < 0:
                 current = (current // A) * A
             else:
-                age = t - cover[t]
-                row = demand[t]
-                values = [(price[m] - p.unit_cost[i] - p.holding_cost[i] * age) * row[m] - ad[m] for m in pairs]
+                held = holding * (t - cover[t])
+                values = [(margin - held) * units - cost for margin, units, cost in zip(margins, demand[t], ad)]
                 top = max(values) - TIE
                 if values[current] < top:
                     same = [m for m in pairs if values[m] >= top and m // A == current // A]
@@ -411,24 +432,17 @@ def _advance(days: int) -> Action:
 
 def _replay(p: EcommerceParams, actions: list[Action], mechanism: Mechanism) -> dict[str, Any]:
     state = _fresh_state(p)
-    lowest, longest = state["cash"], 0
+    cash_path = [state["cash"], 0]  # the lowest cash, the longest run of negative days
     for action in actions:
         if state["finished"]:
             break
-        if action.op == "advance_days":
-            for _ in range(action.args["days"]):
-                _close_day(p, state)
-                lowest, longest = min(lowest, state["cash"]), max(longest, state["negative_days"])
-                if state["finished"]:
-                    break
-        elif action.op == "advance_day":
-            _close_day(p, state)
-            lowest, longest = min(lowest, state["cash"]), max(longest, state["negative_days"])
+        if action.op in ("advance_days", "advance_day"):
+            _close_run(p, state, action.args.get("days", 1), cash_path=cash_path)
         else:
             mechanism.apply(p, state, action)
     if not state["finished"]:
         _autopilot(p, state)
-    return {"state": state, "lowest_cash": lowest, "longest_negative_run": longest}
+    return {"state": state, "lowest_cash": cash_path[0], "longest_negative_run": cash_path[1]}
 
 
 # --- operations: argument types and the steps they share ------------------------------------------------
@@ -467,11 +481,15 @@ def _plan(p: EcommerceParams, state: dict[str, Any], i: int, kind: str, values: 
         if late is not None:
             raise ActionError(f"the order planned for day {today + late + 1} would arrive after the last day {T}")
     # a new schedule that shares no list with the old one where it differs: the product's earlier plan of this kind
-    # goes, this plan's entries join their days
+    # goes (if it made one: "planned" names each product and kind that did), this plan's entries join their days
     scheduled = dict(state["scheduled"])
-    for day, entries in scheduled.items():
-        if any(e[0] == i and e[1] == kind for e in entries):
-            scheduled[day] = [e for e in entries if e[0] != i or e[1] != kind]
+    planned, mark = state.get("planned"), f"{i} {kind}"
+    if planned is None or mark in planned:
+        for day, entries in scheduled.items():
+            if any(e[0] == i and e[1] == kind for e in entries):
+                scheduled[day] = [e for e in entries if e[0] != i or e[1] != kind]
+    if planned is not None and mark not in planned:
+        state["planned"] = [*planned, mark]
     for k, value in enumerate(values[1:], start=1):
         if kind != "orders" or value > 0:
             day = str(today + k)
@@ -494,11 +512,7 @@ def _close_days(p: EcommerceParams, state: dict[str, Any], days: int) -> dict[st
         raise ActionError(f"only {left} day(s) are left to close")
     first, before = state["day"] + 1, state["cash"]
     sold = [0] * p.products
-    for _ in range(days):
-        for i, s in enumerate(_close_day(p, state)):
-            sold[i] += s
-        if state["finished"]:
-            break
+    _close_run(p, state, days, sold)
     return _report(state, first, sold, before)
 
 
