@@ -338,7 +338,8 @@ def _daily_plan(p: EcommerceParams, intervals: list[list[tuple[int, int]]]
                 current = (current // A) * A
             else:
                 held = holding * (t - cover[t])
-                values = [(margin - held) * units - cost for margin, units, cost in zip(margins, demand[t], ad)]
+                values = [(margin - held) * units - cost
+                          for margin, units, cost in zip(margins, demand[t], ad, strict=True)]
                 top = max(values) - TIE
                 if values[current] < top:
                     same = [m for m in pairs if values[m] >= top and m // A == current // A]
