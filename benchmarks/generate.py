@@ -103,10 +103,10 @@ def main() -> None:
         loop_s = plain_loop(loop_wh, args.date, args.count, args.families)
         loop_cpu = time.process_time() - loop_cpu
 
-        from flows.generate import run_generate, stage_processes
+        from flows.generate import run_generate
         from tasks import pool
 
-        processes = stage_processes(args.processes, args.count)
+        processes = pool.processes_for(args.processes, args.count)
         if processes > 1:
             pool.start_fork_server()  # as `vhd generate` does when it starts
         run_generate(warehouse=str(Path(root) / "warm"), date=args.date, count=3, families="knapsack")  # imports

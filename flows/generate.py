@@ -146,15 +146,10 @@ def run_summary(state) -> dict:
     return summary
 
 
-def stage_processes(processes: int | None, total: int) -> int:
-    """Worker processes for the stages' CPU work (tasks.pool.processes_for)."""
-    return pool.processes_for(processes, total)
-
-
 def run_generate_state(workers: int | None = None, runner: str = "threads", dask_address: str | None = None,
                        processes: int | None = None, **parameters):
     """Run the flow on `runner` and return its final state: threads bounded to `workers` (default 4), their CPU work
-    spread over `processes` worker processes (tasks.pool; default: see stage_processes), or Dask (flows.runners): a
+    spread over `processes` worker processes (tasks.pool; default: pool.processes_for), or Dask (flows.runners): a
     local cluster of `workers` processes (default 2), or the scheduler at `dask_address`.
 
     The progress hub followed here (tasks.progress.following, e.g. cli.progress's bar) counts the run as it goes."""
@@ -170,7 +165,7 @@ def run_generate_state(workers: int | None = None, runner: str = "threads", dask
         workers = DEFAULT_DASK_WORKERS if runner == "dask" else DEFAULT_WORKERS
     task_runner = make_task_runner(runner, workers, dask_address)
     total = plan_total(parameters.get("plan_name"), parameters.get("count"))
-    pool.configure(stage_processes(processes, total) if runner == "threads" else 0)
+    pool.configure(pool.processes_for(processes, total) if runner == "threads" else 0)
     try:
         return generate.with_options(task_runner=task_runner)(**parameters, return_state=True)
     finally:

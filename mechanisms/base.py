@@ -143,7 +143,8 @@ def parsed_once() -> Iterator[None]:
     """Within the block, the same parameter data (the same dict) is validated once and the same parameters'
     operations are listed once: a checker that reads one spec in many places pays for it once. The data must not
     change inside the block (parameters are frozen; their data is read, never written)."""
-    token = _PARSED.set({} if _PARSED.get() is None else _PARSED.get())
+    outer = _PARSED.get()
+    token = _PARSED.set({} if outer is None else outer)  # a block inside another shares its memory
     try:
         yield
     finally:

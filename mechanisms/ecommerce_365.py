@@ -172,10 +172,6 @@ class EcommerceParams(BaseModel):
 
 # --- dynamics --------------------------------------------------------------------------------------------
 
-def _demand(p: EcommerceParams, product: int, day: int, level: int, ads: int) -> int:
-    return p.base_demand[product][day] * p.price_response[product][level] * p.ad_response[product][ads] // 10000
-
-
 def _fresh_state(p: EcommerceParams) -> dict[str, Any]:
     n = p.products
     return {"day": 0, "cash": float(p.initial_cash), "stock": [0] * n, "price": [p.price_levels // 2] * n,
