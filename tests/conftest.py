@@ -45,7 +45,9 @@ def prefect_server(tmp_path_factory):
     home = tmp_path_factory.mktemp("prefect-home")
     port = _free_port()
     url = f"http://127.0.0.1:{port}/api"
-    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    from cli.prefect_server import RECORDER_BATCHING  # task runs written as the local server writes them
+
+    env = {**RECORDER_BATCHING, **os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
            "PREFECT_SERVER_UI_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING"}
     log = open(home / "server.log", "w")
     command = [str(VENV_BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)]
