@@ -13,6 +13,7 @@ each side used (the flow's process, its worker processes, the Prefect server) an
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -71,6 +72,47 @@ def server_pid(url: str) -> int | None:
     return record.pid if record is not None and record.url == url else None
 
 
+def run_side(side: str, warehouse: str, date: str, count: int, families: str | None,
+             processes: int | None) -> dict:
+    """One side of the comparison in this (fresh) process: its wall seconds and CPU seconds."""
+    if side == "loop":
+        cpu = time.process_time()
+        seconds = plain_loop(warehouse, date, count, families)
+        return {"seconds": seconds, "cpu": time.process_time() - cpu}
+    from flows.generate import run_generate
+    from tasks import pool
+
+    processes = pool.processes_for(processes, count)
+    if processes > 1:
+        pool.start_fork_server()  # as `vhd generate` does when it starts
+    run_generate(warehouse=str(Path(warehouse).parent / "warm"), date=date, count=3, families="knapsack")  # imports
+    pool.configure(processes)  # the fork server has imported the stage code (a command does that while it starts)
+    pool.shutdown()
+    server = server_pid(os.environ["PREFECT_API_URL"])
+    server_cpu = process_cpu_seconds(server) if server else None
+    own_cpu = time.process_time()
+    started = time.perf_counter()
+    summary = run_generate(warehouse=warehouse, date=date, count=count, families=families, processes=processes)
+    seconds = time.perf_counter() - started
+    return {"seconds": seconds, "cpu": time.process_time() - own_cpu, "processes": processes,
+            "workers_cpu": pool.last_run_worker_cpu_seconds(),
+            "server_cpu": process_cpu_seconds(server) - server_cpu if server else None,
+            "admitted": summary["admitted"], "rejected": summary["rejected"]}
+
+
+def side_in_child(side: str, warehouse: str, args: argparse.Namespace) -> dict:
+    """`run_side` in a child process of its own: each side starts as a command would, with nothing the other side
+    left behind in its heap."""
+    command = [sys.executable, __file__, "--side", side, "--warehouse", warehouse, "--count", str(args.count),
+               "--date", args.date]
+    if args.families:
+        command += ["--families", args.families]
+    if args.processes is not None:
+        command += ["--processes", str(args.processes)]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=3300)
@@ -78,14 +120,17 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=None, help="worker processes (default: one per core)")
     parser.add_argument("--date", default="2026-01-01")
     parser.add_argument("--small", type=int, default=10, help="also time `vhd generate --count N` (0: skip)")
+    parser.add_argument("--side", choices=["loop", "flow"], help=argparse.SUPPRESS)  # one side, in a child
+    parser.add_argument("--warehouse", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if not os.environ.get("PREFECT_API_URL"):
         from cli.prefect_server import use_local_server
 
         use_local_server(start=True)  # exports PREFECT_API_URL; its start is not measured
-    url = os.environ["PREFECT_API_URL"]
-    server = server_pid(url)
+    if args.side:
+        print(json.dumps(run_side(args.side, args.warehouse, args.date, args.count, args.families, args.processes)))
+        return
     with tempfile.TemporaryDirectory() as root:
         small_s = None
         if args.small:  # first, while the server is idle (after the big run it still digests that run's events)
@@ -98,39 +143,24 @@ def main() -> None:
                                check=True, capture_output=True)
                 runs.append(time.perf_counter() - started)
             small_s = sorted(runs)[1]
-        loop_wh, flow_wh = str(Path(root) / "loop"), str(Path(root) / "flow")
-        loop_cpu = time.process_time()
-        loop_s = plain_loop(loop_wh, args.date, args.count, args.families)
-        loop_cpu = time.process_time() - loop_cpu
-
-        from flows.generate import run_generate
-        from tasks import pool
-
-        processes = pool.processes_for(args.processes, args.count)
-        if processes > 1:
-            pool.start_fork_server()  # as `vhd generate` does when it starts
-        run_generate(warehouse=str(Path(root) / "warm"), date=args.date, count=3, families="knapsack")  # imports
-        server_cpu = process_cpu_seconds(server) if server else None
-        own_cpu = time.process_time()
-        started = time.perf_counter()
-        summary = run_generate(warehouse=flow_wh, date=args.date, count=args.count, families=args.families,
-                               processes=processes)
-        flow_s = time.perf_counter() - started
-        own_cpu = time.process_time() - own_cpu
-        workers_cpu = pool.last_run_worker_cpu_seconds()
-        server_cpu = process_cpu_seconds(server) - server_cpu if server else None
+        loop_wh, flow_wh = str(Path(root) / "loop" / "wh"), str(Path(root) / "flow" / "wh")
+        loop = side_in_child("loop", loop_wh, args)
+        flow = side_in_child("flow", flow_wh, args)
         same = env_ids(loop_wh) == env_ids(flow_wh)
 
     families = args.families or "all 13 families"
+    workers_cpu, server_cpu = flow["workers_cpu"], flow["server_cpu"]
     print(f"plan: {args.count} environments of {families}, date {args.date}")
-    print(f"environments admitted (flow): {summary['admitted']} of {args.count}, rejected attempts "
-          f"{summary['rejected']}")
-    print(f"plain single-process loop: {loop_s:8.2f} s  ({args.count / loop_s:6.1f} env/s, {loop_cpu:.1f} s CPU)")
-    print(f"flow, default runner ({processes} worker processes): {flow_s:8.2f} s  ({args.count / flow_s:6.1f} env/s)")
-    print(f"  CPU seconds: flow process {own_cpu:.1f}, worker processes "
+    print(f"environments admitted (flow): {flow['admitted']} of {args.count}, rejected attempts "
+          f"{flow['rejected']}")
+    print(f"plain single-process loop: {loop['seconds']:8.2f} s  ({args.count / loop['seconds']:6.1f} env/s, "
+          f"{loop['cpu']:.1f} s CPU)")
+    print(f"flow, default runner ({flow['processes']} worker processes): {flow['seconds']:8.2f} s  "
+          f"({args.count / flow['seconds']:6.1f} env/s)")
+    print(f"  CPU seconds: flow process {flow['cpu']:.1f}, worker processes "
           f"{'n/a' if workers_cpu is None else f'{workers_cpu:.1f}'}, Prefect server "
           f"{'n/a (not vhd local server)' if server_cpu is None else f'{server_cpu:.1f}'}")
-    print(f"ratio (flow / loop): {flow_s / loop_s:.3f}")
+    print(f"ratio (flow / loop): {flow['seconds'] / loop['seconds']:.3f}")
     print(f"same environment ids in both: {same}")
     if small_s is not None:
         print(f"`vhd generate --count {args.small}` with the server running (median of 3): {small_s:.2f} s")

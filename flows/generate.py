@@ -14,6 +14,7 @@ import queue
 import uuid
 
 from prefect import flow
+from prefect.context import FlowRunContext
 from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import opaque
@@ -64,8 +65,9 @@ def generate(date: str | None = None, count: int | None = None, families: str | 
     totals = StageTotals()
     # a shard lands as soon as it is done, on threads of its own: queued behind every other shard's stages on the
     # flow's runner, the first landing would come near the end of the run, and an interrupted run would keep nothing
+    in_flight = shards_in_flight(FlowRunContext.get().task_runner)
     with ThreadPoolTaskRunner(max_workers=LANDING_THREADS) as landing_runner:
-        landings, failures = run_rounds(todo, budget, warehouse, run_id, totals, landing_runner)
+        landings, failures = run_rounds(todo, budget, warehouse, run_id, totals, landing_runner, in_flight)
         landed = _landed(todo, landings, failures)
     summary = commit_shards(warehouse, run_id, flow_run_id, day, {**parameters, "date": day}, landed, skipped,
                             [failures[s.key] for s in todo if s.key in failures], started, totals.by_stage)
@@ -86,53 +88,83 @@ def _landed(todo, landings: dict, failures: dict) -> list:
     return landed
 
 
+def shards_in_flight(task_runner) -> int | None:
+    """How many shards have a stage on the runner at once: one per thread of a thread runner, so that every thread
+    has a stage whose inputs are ready (a stage submitted before its upstream finished would hold a thread waiting
+    for it, and at the start one shard's chain held all four while one worker process worked); all of them on Dask,
+    whose scheduler waits for inputs without holding a worker."""
+    return task_runner._max_workers if isinstance(task_runner, ThreadPoolTaskRunner) else None
+
+
+def largest_first(todo: list) -> list:
+    """The shards in the order they start: the largest first (plan order among equals), so that the last to finish
+    are small ones and the workers finish together rather than one waiting on a big shard's last stage."""
+    return sorted(todo, key=lambda shard: -shard.count)
+
+
 def run_rounds(todo, budget: CostBudget | None, warehouse: str | None, run_id: str, totals: StageTotals,
-               landing_runner: ThreadPoolTaskRunner):
-    """Submit every shard's first round, then, as validations complete, each shard's next round or its landing.
+               landing_runner: ThreadPoolTaskRunner, in_flight: int | None = None):
+    """Run every shard's rounds, at most `in_flight` shards at a time (None: all), each stage submitted once the
+    stage before it completed: as a shard's validation completes, its next round or its landing, and when a shard
+    is done, the next shard's first round.
 
     Returns the landing futures and the failures (one line each), by shard key. A stage's counts are added to
     `totals` (and the progress hub) as it completes; a round whose stage failed after its retries fails its shard.
     """
     completed: queue.SimpleQueue = queue.SimpleQueue()
     landings, failures, running = {}, {}, 0
+    waiting = iter(largest_first(todo))
 
-    def next_round(rounds: ShardRounds) -> None:
+    def submit(rounds: ShardRounds, step, stage: str, stages: list, future) -> None:
         nonlocal running
+        running += 1
+        stages.append((stage, future))
+        future.add_done_callback(lambda done: completed.put((rounds, step, stage, done, stages)))
+
+    def start_round(rounds: ShardRounds) -> bool:
+        """The shard's next round's first stage; or, when the shard is done, its landing (False)."""
         shard, step = rounds.shard, rounds.next_step()
         if step is None:  # done: it has its count, or stops short (the result says why)
             parameters = {"warehouse": warehouse, "result": opaque(rounds.landing), "run_id": run_id}
             landings[shard.key] = landing_runner.submit(land_shard, parameters)
-            return
-        stages = []
-        solved = None
+            return False
         if step.draw:
-            # opaque(): resolve the upstream result but do not walk into it; Prefect's default traversal of
-            # a shard's hundreds of specs costs more than solving them.
-            sampled = sample_shard.submit(shard, step)
-            solved = solve_shard.submit(shard, step, opaque(sampled))
-            stages += [("sample", sampled), ("solve", solved)]
-        rendered = render_shard.submit(shard, step, None if solved is None else opaque(solved), opaque(rounds.spares),
-                                       budget)
-        validated = validate_shard.submit(shard, step, opaque(rendered), budget)
-        stages += [("render", rendered), ("validate", validated)]
-        for stage, future in stages:
-            running += 1
-            future.add_done_callback(lambda done, stage=stage: completed.put((rounds, step, stage, done, stages)))
+            submit(rounds, step, "sample", [], sample_shard.submit(shard, step))
+        else:  # the spares the last round left suffice
+            submit(rounds, step, "render", [], render_shard.submit(shard, step, None, opaque(rounds.spares), budget))
+        return True
 
-    for shard in todo:
-        next_round(ShardRounds(shard, budget))
+    def start_next_shard() -> None:
+        for shard in waiting:
+            if start_round(ShardRounds(shard, budget)):
+                return
+
+    for _ in range(len(todo) if in_flight is None else in_flight):
+        start_next_shard()
     while running:
         rounds, step, stage, future, stages = completed.get()
         running -= 1
         future.wait()
-        if future.state.is_completed():
-            output = future.result()
-            totals.add(rounds.shard.key, step, stage, output.counts)
-            if stage == "validate":
-                rounds.add(output)
-                next_round(rounds)
-        elif stage == "validate":  # this or an earlier stage of the round failed after its retries
+        if not future.state.is_completed():  # failed after its retries: the shard's round stops here
             failures[rounds.shard.key] = shard_failure(rounds.shard.key, stages)
+            start_next_shard()
+            continue
+        output = future.result()
+        totals.add(rounds.shard.key, step, stage, output.counts)
+        shard = rounds.shard
+        # opaque(): resolve the upstream result but do not walk into it; Prefect's default traversal of a shard's
+        # hundreds of specs costs more than solving them
+        if stage == "sample":
+            submit(rounds, step, "solve", stages, solve_shard.submit(shard, step, opaque(future)))
+        elif stage == "solve":
+            submit(rounds, step, "render", stages,
+                   render_shard.submit(shard, step, opaque(future), opaque(rounds.spares), budget))
+        elif stage == "render":
+            submit(rounds, step, "validate", stages, validate_shard.submit(shard, step, opaque(future), budget))
+        else:
+            rounds.add(output)
+            if not start_round(rounds):
+                start_next_shard()
     return landings, failures
 
 
