@@ -75,6 +75,9 @@ class Staged(Generic[T]):
     def unpacked(self) -> Staged[T]:
         return Staged(pool.unpack(self.items), self.counts)
 
+    def packs(self) -> list[pool.Packed]:
+        return pool.packs(self.items)
+
 
 @dataclass(frozen=True)
 class Step:

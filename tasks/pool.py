@@ -7,9 +7,11 @@ they run, so a run lands the same environment ids with or without the pool.
 
 What a stage makes in a worker stays pickled until a worker reads it (`Packed`): the flow's process hands a stage's
 items from one worker to the next as bytes, and Prefect persists those bytes for the shard cache, so that the
-process that runs Prefect never pickles or unpickles an environment (`call_staged`). A worker reports counts as they
-happen (each admission) through a queue that a thread of the flow's process hands to the stage's listener, so a
-progress bar moves per environment whichever process admits it.
+process that runs Prefect never pickles or unpickles an environment (`call_staged`). A worker keeps the last items it
+packed, and a stage whose input a worker made is sent to that worker when it is free enough: it takes them as they
+are, without unpickling them (once; elsewhere, or a second time, they are read from their bytes). A worker reports
+counts as they happen (each admission) through a queue that a thread of the flow's process hands to the stage's
+listener, so a progress bar moves per environment whichever process admits it.
 
 `configure(processes)` sets the pool's size for the runs that follow (0 or 1: everything in this process); it is
 started on first use, from a fork server that has imported the stage code once, and stopped with `shutdown()`.
@@ -24,6 +26,7 @@ import os
 import pickle
 import signal
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -37,7 +40,7 @@ PRELOAD = ["envs.admission", "tasks.land", "tasks.render", "tasks.sample", "task
 
 _lock = threading.Lock()
 _processes = 0
-_pool: ProcessPoolExecutor | None = None
+_pool: Workers | None = None
 _reports: Any = None  # the queue a worker reports on (set in each worker; in the flow's process, the pool's)
 _listeners: dict[int, tuple[Callable[[Any], None], threading.Event]] = {}
 _listener_ids = itertools.count(1)
@@ -50,22 +53,50 @@ REPORT_WAIT_SECONDS = 10.0  # how long a stage waits for its last reports after 
 STAGE_GC_THRESHOLDS = (20_000, 50, 50)
 
 
+KEPT_PACKS = 8  # the items a worker keeps of those it packed last, for the next stage sent to it
+QUEUED_PER_WORKER = 2  # a stage goes to the worker that made its input while that has fewer calls than this
+_kept: OrderedDict[bytes, Any] = OrderedDict()  # in a worker: the items it packed last, by token
+_in_worker = False
+
+
 @dataclass(frozen=True)
 class Packed:
-    """Items pickled in the process that made them, with their number: read only where they are used."""
+    """Items pickled in the process that made them, with their number: read only where they are used. `pid` and
+    `token` name the process that packed them and this packing: that process may still hold the items themselves."""
 
     blob: bytes
     count: int
+    pid: int = 0
+    token: bytes = b""
 
 
 def pack(items: Any, count: int | None = None) -> Packed:
-    """`items` pickled, with their number (default: len(items))."""
-    return Packed(pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL), len(items) if count is None else count)
+    """`items` pickled, with their number (default: len(items)). A worker keeps the items as they are too (the last
+    KEPT_PACKS of them), for a next stage sent to it."""
+    packed = Packed(pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL), len(items) if count is None else count,
+                    os.getpid(), os.urandom(12))
+    if _in_worker:
+        _kept[packed.token] = items
+        while len(_kept) > KEPT_PACKS:
+            _kept.popitem(last=False)
+    return packed
 
 
 def unpack(items: list | Packed) -> list:
-    """The items themselves (a list that was never packed is returned as it is)."""
-    return pickle.loads(items.blob) if isinstance(items, Packed) else items
+    """The items themselves (a list that was never packed is returned as it is): those this worker packed and still
+    keeps are taken as they are, once; any other from their bytes."""
+    if not isinstance(items, Packed):
+        return items
+    kept = _kept.pop(items.token, None)
+    return pickle.loads(items.blob) if kept is None else kept
+
+
+def packs(value: Any) -> list[Packed]:
+    """The packed items in a stage's argument: itself, or what its `packs()` names (a stage result, a shard's parts)."""
+    if isinstance(value, Packed):
+        return [value]
+    found = getattr(value, "packs", None)
+    return found() if callable(found) else []
 
 
 def count(items: list | Packed) -> int:
@@ -118,9 +149,7 @@ def configure(processes: int | None) -> None:
         _stop_locked()  # a new pool adopts the environment as it is now
         _processes = wanted if wanted > 1 else 0
         if _processes:
-            pool = _pool_locked()
-            for _ in range(_processes):
-                pool.submit(os.getpid)
+            _pool_locked()  # its workers start now
 
 
 def processes() -> int:
@@ -128,7 +157,46 @@ def processes() -> int:
     return _processes
 
 
-def _pool_locked() -> ProcessPoolExecutor:
+class Workers:
+    """The worker processes, each behind an executor of its own, so that a call can be sent to the process that made
+    its input (`submit(..., near=pid)`): there while it has fewer than QUEUED_PER_WORKER calls, else to the worker
+    with the fewest (a worker never waits while another has calls queued that it could take)."""
+
+    def __init__(self, processes: int, context, initargs: tuple) -> None:
+        self._executors = [ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_adopt_environment,
+                                               initargs=initargs) for _ in range(processes)]
+        self._calls = [0] * processes
+        self._by_pid: dict[int, int] = {}
+        self._lock = threading.Lock()
+        for position, executor in enumerate(self._executors):  # start each now, and learn its pid
+            executor.submit(os.getpid).add_done_callback(
+                lambda done, position=position: done.exception() or self._by_pid.setdefault(done.result(), position))
+
+    def submit(self, function: Callable[..., T], *args: Any, near: int | None = None) -> Future[T]:
+        with self._lock:
+            position = self._by_pid.get(near) if near is not None else None
+            if position is None or self._calls[position] >= QUEUED_PER_WORKER:
+                position = min(range(len(self._calls)), key=self._calls.__getitem__)
+            self._calls[position] += 1
+        future = self._executors[position].submit(function, *args)
+        future.add_done_callback(lambda done: self._finished(position))
+        return future
+
+    def _finished(self, position: int) -> None:
+        with self._lock:
+            self._calls[position] -= 1
+
+    def pids(self) -> list[int]:
+        return [pid for executor in self._executors for pid in (getattr(executor, "_processes", None) or {})]
+
+    def shutdown(self) -> None:
+        for executor in self._executors:
+            executor.shutdown(wait=False, cancel_futures=True)
+        for executor in self._executors:
+            executor.shutdown(wait=True)
+
+
+def _pool_locked() -> Workers:
     global _pool, _reports, _drain
     if _pool is None:
         context = multiprocessing.get_context("forkserver")
@@ -136,8 +204,7 @@ def _pool_locked() -> ProcessPoolExecutor:
         _reports = context.SimpleQueue()  # a put is written at once (no feeder thread): it precedes the result
         _drain = threading.Thread(target=_drain_reports, args=(_reports,), name="vhd-pool-reports", daemon=True)
         _drain.start()
-        _pool = ProcessPoolExecutor(max_workers=_processes, mp_context=context, initializer=_adopt_environment,
-                                    initargs=(dict(os.environ), _reports))
+        _pool = Workers(_processes, context, (dict(os.environ), _reports))
     return _pool
 
 
@@ -163,7 +230,8 @@ def _adopt_environment(environment: dict[str, str], reports=None) -> None:
 
     Ctrl-C reaches the whole process group: a worker ignores it (no KeyboardInterrupt traceback from each one),
     and the flow's process stops the workers itself (cli.interrupts)."""
-    global _reports
+    global _reports, _in_worker
+    _in_worker = True
     tune_gc()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.clear()
@@ -213,6 +281,12 @@ def _run_staged(function: Callable[..., Any], args: tuple, listener_id: int | No
     return result.packed() if hasattr(result, "packed") else result
 
 
+def _maker(args: tuple) -> int | None:
+    """The process that packed the most of these arguments' bytes (None: none was packed)."""
+    found = [packed for arg in args for packed in packs(arg)]
+    return max(found, key=lambda packed: len(packed.blob)).pid if found else None
+
+
 def call_staged(function: Callable[..., T], *args: Any, report: Callable[[Any], None] | None = None) -> T:
     """`function(*args)` for a stage: in a worker process when there is a pool, where packed arguments (Packed, or a
     result with `unpacked()`) are read and the result's items are packed (`packed()`); else here, as it is.
@@ -223,12 +297,13 @@ def call_staged(function: Callable[..., T], *args: Any, report: Callable[[Any], 
         pool = _pool_locked() if _processes else None
     if pool is None:
         return function(*(_unpacked(arg) for arg in args), **({} if report is None else {"report": report}))
+    near = _maker(args)
     if report is None:
-        return pool.submit(_run_staged, function, args, None).result()
+        return pool.submit(_run_staged, function, args, None, near=near).result()
     listener_id, finished = next(_listener_ids), threading.Event()
     _listeners[listener_id] = (report, finished)
     try:
-        result = pool.submit(_run_staged, function, args, listener_id).result()
+        result = pool.submit(_run_staged, function, args, listener_id, near=near).result()
         finished.wait(REPORT_WAIT_SECONDS)  # the reports are in the queue ahead of the result: read them all
         return result
     finally:
@@ -242,19 +317,19 @@ def _stop_locked() -> None:
     global _pool, _last_cpu_seconds, _reports, _drain
     if _pool is not None:
         _last_cpu_seconds = _workers_cpu_seconds(_pool)
-        _pool.shutdown(wait=True, cancel_futures=True)
+        _pool.shutdown()
         _pool = None
         _reports.put((None, None))
         _drain.join(timeout=REPORT_WAIT_SECONDS)
         _reports, _drain = None, None
 
 
-def _workers_cpu_seconds(pool: ProcessPoolExecutor) -> float | None:
+def _workers_cpu_seconds(pool: Workers) -> float | None:
     """CPU seconds the pool's live worker processes used so far (Linux /proc; None elsewhere)."""
     try:
         ticks = os.sysconf("SC_CLK_TCK")
         total = 0
-        for pid in list(getattr(pool, "_processes", None) or {}):
+        for pid in pool.pids():
             fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
             total += int(fields[11]) + int(fields[12])
         return total / ticks

@@ -81,6 +81,9 @@ class ShardParts:
             merged.calls.extend(found.calls)
         return merged
 
+    def packs(self) -> list[pool.Packed]:
+        return [packed for part in self.parts for packed in pool.packs(part)]
+
 
 @dataclass
 class Validated:
