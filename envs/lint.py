@@ -22,7 +22,7 @@ from envs.agents import play
 from envs.completeness import bound_observations
 from envs.environment import Environment, shown
 from schemas.envspec import EnvSpec
-from setter.wording import TEMPLATE_WORDS, wording_problem
+from setter.wording import TEMPLATE_WORDS, first_wording_problem
 
 # what the generic template and the mechanisms call things; a passage's own words replace them
 GENERIC_WORDS = TEMPLATE_WORDS
@@ -99,10 +99,9 @@ def lint(spec: EnvSpec, observations: dict[str, list[Any]] | None = None,
             raise LintError(f"an observation shows the internal value {value!r}; name it in the family's phrase "
                             "file")
     texts["the observations"] = " ".join([*dict.fromkeys(keys), *dict.fromkeys(strings)])
-    for where, text in texts.items():
-        problem = wording_problem(spec.family, spec.rendering.passage_id, text)
-        if problem:
-            raise LintError(f"{where} {problem}")
+    found = first_wording_problem(spec.family, spec.rendering.passage_id, texts)
+    if found:
+        raise LintError(" ".join(found))
     operations = {op.name: op for op in mechanism.operations(mechanism.params_from_data(spec.params))}
     for tool in rendering.tools:
         op = operations.get(tool.operation)

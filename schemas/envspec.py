@@ -199,5 +199,9 @@ class EnvSpec(BaseModel):
     @property
     def env_id(self) -> str:
         """A hash of the canonical spec: the same environment always gets the same id."""
-        digest = hashlib.sha256(self.canonical_json().encode()).hexdigest()
-        return f"{self.family}-{digest[:16]}"
+        return self.identified()[0]
+
+    def identified(self) -> tuple[str, str]:
+        """(env_id, the canonical JSON it hashes), for who needs both: the JSON is written once."""
+        canonical = self.canonical_json()
+        return f"{self.family}-{hashlib.sha256(canonical.encode()).hexdigest()[:16]}", canonical

@@ -56,13 +56,35 @@ def first_phrase(text: str, phrases: Iterable[str]) -> str | None:
     return None if found is None else found[1]
 
 
+def _normalised(text: str) -> str:
+    """The text's lower-case words, one space between them (identifiers split at underscores and digits)."""
+    return " ".join(_WORD.findall(text.replace("_", " ").lower()))
+
+
 def wording_problem(family: str, passage_id: str, text: str) -> str | None:
     """What is wrong with the text's words for this family and passage, or None."""
     own_words, foreign = vocabulary_words(family, passage_id)
     generic = sorted((words_of(text) & TEMPLATE_WORDS) - own_words)
     if generic:
         return f"uses the generic word {generic[0]!r}; use the passage's word"
-    phrase = first_phrase(" ".join(_WORD.findall(text.replace("_", " ").lower())), foreign)
+    phrase = first_phrase(_normalised(text), foreign)
     if phrase is not None:
         return f"uses {phrase!r}, the passage's word for another task's {foreign[phrase]}"
+    return None
+
+
+def first_wording_problem(family: str, passage_id: str, texts: dict[str, str]) -> tuple[str, str] | None:
+    """The first of the named texts whose words are wrong (wording_problem), as (its name, the problem), or None.
+
+    All the texts are looked at together first, their words in one set and their normalised forms joined by " | "
+    (a phrase is words and spaces, so none matches across a join): only when something is found there are they
+    looked at one by one, to name the first."""
+    own_words, foreign = vocabulary_words(family, passage_id)
+    generic = (words_of("\n".join(texts.values())) & TEMPLATE_WORDS) - own_words
+    if not generic and first_phrase(" | ".join(map(_normalised, texts.values())), foreign) is None:
+        return None
+    for where, text in texts.items():
+        problem = wording_problem(family, passage_id, text)
+        if problem:
+            return where, problem
     return None

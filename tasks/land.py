@@ -53,13 +53,14 @@ def environment_rows(result: ShardResult, run_id: str, now: dt.datetime) -> pd.D
     rows = []
     for env in result.admitted:
         spec = env.spec
+        env_id, spec_json = spec.identified()
         llm_cost = sum_cost([c.cost_usd for c in env.calls])
         compute_cost = env.compute_seconds * cpu_hour_usd() / 3600.0
         params_blob = json.dumps({"family": spec.family, "params": spec.params}, sort_keys=True).encode()
         ref = spec.reference
         online_u = ref.baselines.get(ONLINE_BASELINE)
         rows.append({
-            "env_id": spec.env_id, "family": spec.family, "family_group": mechanisms.get(spec.family).group,
+            "env_id": env_id, "family": spec.family, "family_group": mechanisms.get(spec.family).group,
             "version": spec.version, "split": spec.split,
             "modes": "written,revealed,hidden", "size": spec.size, "horizon": spec.horizon,
             "domain": spec.rendering.domain, "passage_id": spec.rendering.passage_id, "title": spec.rendering.title,
@@ -73,7 +74,7 @@ def environment_rows(result: ShardResult, run_id: str, now: dt.datetime) -> pd.D
             "cost_usd": None if llm_cost is None else llm_cost + compute_cost,
             "params_hash": hashlib.sha256(params_blob).hexdigest()[:16],
             "tool_interface": spec.rendering.tool_interface(), "story": spec.rendering.story(),
-            "spec_json": spec.canonical_json(),
+            "spec_json": spec_json,
             "shard_key": result.shard.key, "run_id": run_id, "created_at": now,
         })
     return pd.DataFrame(rows)

@@ -9,7 +9,7 @@ from envs.admission import admit
 from envs.lint import GENERIC_WORDS, LintError, lint
 from setter.corpus import passage_vocabulary
 from setter.phrasebook import family_vocabulary_keys
-from setter.wording import words_of
+from setter.wording import first_wording_problem, vocabulary_words, wording_problem, words_of
 from tests.support import make_spec
 
 FAMILY = "knapsack"
@@ -75,6 +75,25 @@ def test_a_tool_that_does_not_say_what_a_call_spends_is_refused(spec):
 def test_words_split_identifiers():
     assert words_of("assess_plot_value 3 limit") == {"assess", "plot", "value", "limit"}
     assert "item" in GENERIC_WORDS and "value" not in GENERIC_WORDS
+
+
+def test_the_texts_looked_at_together_name_the_same_first_problem_as_one_by_one(spec):
+    family, passage = spec.family, spec.rendering.passage_id
+    phrase = next(p for p in vocabulary_words(family, passage)[1] if " " in p)  # a foreign phrase of two words or more
+    first, rest = phrase.split(" ", 1)
+    clean = {"title": spec.rendering.title, "prompt": spec.rendering.written_prompt}
+    cases = [
+        clean,
+        {**clean, "split": f"ends with {first}", "next": f"{rest} starts this"},  # no text holds the whole phrase
+        {**clean, "tool": f"Ask about the {phrase} today.", "later": "One more item."},
+        {**clean, "tool": "Open the next box.", "later": f"the {phrase}"},
+    ]
+    for texts in cases:
+        one_by_one = next(((where, problem) for where, text in texts.items()
+                           if (problem := wording_problem(family, passage, text))), None)
+        assert first_wording_problem(family, passage, texts) == one_by_one
+    assert first_wording_problem(family, passage, cases[1]) is None
+    assert first_wording_problem(family, passage, cases[2])[0] == "tool"
 
 
 def _declaring():
