@@ -81,3 +81,29 @@ def test_a_short_shard_gets_more_rounds_and_the_flow_lands_the_pinned_ids(prefec
     again = run_generate(workers=2, warehouse=warehouse, **HARD_PLAN)
     assert run_query(wh, "SELECT env_id FROM environments ORDER BY env_id").column("env_id").to_pylist() == pinned
     assert third_cached(settled_task_runs(again["flow_run_id"], third_cached))
+
+
+def test_shards_run_a_few_at_a_time_the_largest_first(prefect_server, tmp_path):
+    """With two threads, at most two shards have stages under way at any moment (a stage is submitted once the one
+    before it completed, a shard once another finished), and the shards of 10 all start before those of 5."""
+    summary = run_generate(workers=2, warehouse=str(tmp_path / "wh"), date="2026-04-03", count=50,
+                           families="knapsack,inventory_dp", shard_size=10)  # per family shards of 10, 10 and 5
+    assert summary["status"] == "completed" and summary["admitted"] == 50
+    stages = ("sample", "solve", "render", "validate")
+
+    def settled(runs) -> bool:
+        done = [r for r in runs if r.name.split("-")[0] in stages and r.state is not None and r.state.is_final()]
+        return len(done) >= 6 * len(stages) and all(r.start_time and r.end_time for r in done)
+
+    spans: dict[str, list] = {}
+    for run in settled_task_runs(summary["flow_run_id"], settled):
+        stage, _, shard = run.name.partition("-")
+        if stage in stages:
+            spans.setdefault(shard, []).extend([run.start_time, run.end_time])
+    spans = {shard: (min(times), max(times)) for shard, times in spans.items()}
+    assert len(spans) == 6, sorted(spans)
+    for shard, (start, _) in spans.items():
+        under_way = [other for other, (begun, ended) in spans.items() if begun <= start < ended]
+        assert len(under_way) <= 2, (shard, under_way)
+    last_of_ten = max(start for shard, (start, _) in spans.items() if not shard.endswith("-0002"))
+    assert all(start > last_of_ten for shard, (start, _) in spans.items() if shard.endswith("-0002"))

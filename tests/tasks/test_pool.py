@@ -4,12 +4,16 @@ environment as it is admitted, the LLM budget holds, and a worker reads the run'
 from __future__ import annotations
 
 import datetime as dt
+import os
+import threading
+import time
 
 import pytest
 
 from setter.budget import CostBudget
 from tasks import pool
 from tasks.commit import commit
+from tasks.common import StageCounts, Staged
 from tasks.land import land_result
 from tasks.plan import plan_shards
 from tasks.progress import ProgressHub, following
@@ -109,3 +113,40 @@ def test_a_worker_reads_the_environment_of_the_run_that_started_it(tmp_path, mon
     assert len(environments) == 4
     for row in environments:
         assert row["cost_usd"] == pytest.approx(row["compute_seconds"], rel=1e-9)
+
+
+_MADE_HERE: list[list[int]] = []  # in a worker: the lists it made (made_items), kept alive
+
+
+def made_items(n: int) -> Staged[int]:
+    """A stage made in a worker: its items' list is remembered by id there."""
+    items = list(range(n))
+    _MADE_HERE.append(items)
+    return Staged(items, StageCounts())
+
+
+def taken_items(staged: Staged[int]) -> tuple[int, bool, list[int]]:
+    """Where the next stage ran, whether it got the very list the worker made (not a copy read from bytes), and it."""
+    return os.getpid(), any(made is staged.items for made in _MADE_HERE), staged.items
+
+
+def test_a_stage_goes_to_the_worker_that_packed_its_input_which_takes_it_as_it_is(processes):
+    made = pool.call_staged(made_items, 5)
+    assert isinstance(made.items, pool.Packed) and made.items.count == 5
+    pid, same_list, items = pool.call_staged(taken_items, made)
+    assert pid == made.items.pid and same_list and items == [0, 1, 2, 3, 4]
+    # a second reading (a retried stage) is read from the bytes: the first may have changed what it was given
+    pid, same_list, items = pool.call_staged(taken_items, made)
+    assert not same_list and items == [0, 1, 2, 3, 4]
+
+
+def test_a_stage_goes_to_a_free_worker_when_its_maker_is_busy(processes):
+    made = pool.call_staged(made_items, 3)
+    maker = made.items.pid
+    busy = [pool._pool.submit(time.sleep, 1.5, near=maker) for _ in range(pool.QUEUED_PER_WORKER)]
+    started = time.monotonic()
+    pid, same_list, items = pool.call_staged(taken_items, made)
+    assert pid != maker and not same_list and items == [0, 1, 2]
+    assert time.monotonic() - started < 1.5  # it did not wait for the maker's calls
+    for call in busy:
+        call.result()
