@@ -64,6 +64,7 @@ def _preflight_generate(args) -> None:
     import mechanisms
     from schemas.shard import check_count, check_families, check_split, parse_date
     from setter import make_setter
+    from tasks.stage_cache import stage_cache_days
 
     check_count(args.count)  # before anything else: a count of 10**15 must not be planned
     if args.plan_name is None:
@@ -82,6 +83,7 @@ def _preflight_generate(args) -> None:
         raise ValueError(f"--processes must be 0 or more, got {args.processes}")
     if args.processes and args.runner == "dask":
         raise ValueError("--processes applies to --runner threads; with dask, --workers sets the worker processes")
+    stage_cache_days()  # a bad $VHD_STAGE_CACHE_DAYS
     _warehouse(args, read=False, write=True)
 
 

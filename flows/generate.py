@@ -29,6 +29,7 @@ from tasks.render import render_shard
 from tasks.rounds import ShardRounds, StageTotals
 from tasks.sample import sample_shard
 from tasks.solve import solve_shard
+from tasks.stage_cache import prune_stage_cache
 from tasks.validate import validate_shard
 
 DEFAULT_WORKERS = 4
@@ -193,6 +194,7 @@ def run_generate_state(workers: int | None = None, runner: str = "threads", dask
 
     make_setter(parameters.get("setter", "template"), parameters.get("model"), parameters.get("fallback_model"))
     check_runner(runner, dask_address, parameters.get("max_cost_usd"))
+    prune_stage_cache()  # the stage results of runs older than $VHD_STAGE_CACHE_DAYS
     if workers is None:
         workers = DEFAULT_DASK_WORKERS if runner == "dask" else DEFAULT_WORKERS
     task_runner = make_task_runner(runner, workers, dask_address)
