@@ -55,6 +55,7 @@ forecast, read back to base demand, for the ranges it did not look up.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Annotated, Any
 
@@ -271,21 +272,41 @@ def _menu(p: EcommerceParams, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return demand, price, ad
 
 
+@functools.lru_cache(maxsize=8)
+def _lower_triangle(T: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (day t, arrival j <= t) pairs of a T-day run, row by row: each pair's day, its age t - j (as a float), and
+    the T x T mask that places them."""
+    days, arrivals = np.tril_indices(T)
+    mask = np.zeros((T, T), dtype=bool)
+    mask[days, arrivals] = True
+    for array in (days, mask):
+        array.flags.writeable = False
+    age = (days - arrivals).astype(float)
+    age.flags.writeable = False
+    return days, age, mask
+
+
 def _product_plan(p: EcommerceParams, i: int) -> tuple[float, list[tuple[int, int]]]:
     """Wagner-Whitin DP over order intervals for one product: (relaxed value, covered intervals [j, k])."""
     T, L = p.horizon, p.lead_time[i]
     demand, price, ad = _menu(p, i)
-    # best[t, j]: best value of day t served from an order arriving on day j <= t (units of age t - j)
-    age = np.arange(T)[:, None] - np.arange(T)[None, :]
-    held = p.holding_cost[i] * age.astype(float)
-    best = np.full((T, T), -np.inf)
-    tmp = np.empty((T, T))
+    # best[t, j]: best value of day t served from an order arriving on day j <= t (units of age t - j), computed for
+    # those pairs only (half the matrix) and 0 for j > t
+    days, age, lower = _lower_triangle(T)
+    held = p.holding_cost[i] * age
+    units = np.take(demand.T, days, axis=1)  # units[m, pair]: the pair's day's demand at (price, ad) setting m
+    pairs = np.empty(len(days))
+    tmp = np.empty(len(days))
     for m in range(demand.shape[1]):
         np.subtract(price[m] - p.unit_cost[i], held, out=tmp)
-        tmp *= demand[:, m, None]
+        tmp *= units[m]
         tmp -= ad[m]
-        np.maximum(best, tmp, out=best)
-    best[age < 0] = 0.0
+        if m:
+            np.maximum(pairs, tmp, out=pairs)
+        else:
+            pairs[:] = tmp
+    best = np.zeros((T, T))
+    best[lower] = pairs
     span = np.cumsum(best, axis=0)  # span[k, j] = value of days j..k served from an order arriving on day j
     F = np.zeros(T + 1)
     choice = np.full(T + 1, -1)

@@ -36,6 +36,7 @@ surveyed reverse leg) for the rest.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Annotated, Any
 
@@ -102,9 +103,30 @@ def _nearest_neighbour(matrix: np.ndarray) -> list[int]:
     return order
 
 
+@functools.cache  # n <= HELD_KARP_STOPS
 def _popcounts(n: int) -> np.ndarray:
+    """The number of stops in each mask of n stops (read-only: every solve of n stops shares it)."""
     masks = np.arange(1 << n)
-    return ((masks[:, None] >> np.arange(n)[None, :]) & 1).sum(axis=1)
+    counts = ((masks[:, None] >> np.arange(n)[None, :]) & 1).sum(axis=1)
+    counts.flags.writeable = False
+    return counts
+
+
+@functools.cache  # n <= HELD_KARP_STOPS
+def _extensions(n: int) -> tuple[tuple[tuple[int, np.ndarray], ...], np.ndarray]:
+    """Held-Karp's steps for n stops, in order: per popcount layer s = 1 .. n-1 and next stop j, the masks of the
+    layer that stop j+1 extends; and positions 0, 1, ... as long as the longest of them (read-only, shared)."""
+    popcount, masks, bits = _popcounts(n), np.arange(1 << n), 1 << np.arange(n)
+    steps = []
+    for s in range(1, n):
+        layer = masks[popcount == s]
+        for j in range(n):
+            rows = layer[(layer & bits[j]) == 0]
+            rows.flags.writeable = False
+            steps.append((j, rows))
+    positions = np.arange(max((len(rows) for _, rows in steps), default=0))
+    positions.flags.writeable = False
+    return tuple(steps), positions
 
 
 def _held_karp(dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -121,17 +143,13 @@ def _held_karp(dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bits = 1 << np.arange(n)
     cost[bits, np.arange(n)] = dist[0, 1:]
     into = np.ascontiguousarray(dist[1:, 1:].T)  # into[j, k]: the leg from stop k+1 to stop j+1
-    popcount = _popcounts(n)
-    masks = np.arange(full)
-    for s in range(1, n):
-        layer = masks[popcount == s]
-        for j in range(n):
-            rows = layer[(layer & bits[j]) == 0]  # the masks of this layer that stop j+1 extends
-            candidates = cost[rows] + into[j]
-            best_k = np.argmin(candidates, axis=1)
-            grown = rows | bits[j]
-            cost[grown, j] = candidates[np.arange(len(rows)), best_k]
-            parent[grown, j] = best_k
+    steps, positions = _extensions(n)
+    for j, rows in steps:  # the masks of a layer that stop j+1 extends
+        candidates = cost[rows] + into[j]
+        best_k = np.argmin(candidates, axis=1)
+        grown = rows | bits[j]
+        cost[grown, j] = candidates[positions[:len(rows)], best_k]
+        parent[grown, j] = best_k
     return cost, parent
 
 

@@ -76,15 +76,33 @@ def wording_problem(family: str, passage_id: str, text: str) -> str | None:
 def first_wording_problem(family: str, passage_id: str, texts: dict[str, str]) -> tuple[str, str] | None:
     """The first of the named texts whose words are wrong (wording_problem), as (its name, the problem), or None.
 
-    All the texts are looked at together first, their words in one set and their normalised forms joined by " | "
-    (a phrase is words and spaces, so none matches across a join): only when something is found there are they
-    looked at one by one, to name the first."""
+    All the texts are looked at together first: their words in one set, and a foreign phrase searched for only when
+    every word of it is there, in their normalised forms joined by " | " (a phrase is words and spaces, so none
+    matches across a join). Only when something is found are they looked at one by one, to name the first."""
     own_words, foreign = vocabulary_words(family, passage_id)
-    generic = (words_of("\n".join(texts.values())) & TEMPLATE_WORDS) - own_words
-    if not generic and first_phrase(" | ".join(map(_normalised, texts.values())), foreign) is None:
+    joined = "\n".join(texts.values())
+    if joined.isascii():  # lower-casing keeps letters letters: the words of the lower-cased texts are the words
+        per_text = [_WORD.findall(text.replace("_", " ").lower()) for text in texts.values()]
+        words = set().union(*per_text)
+    else:
+        per_text, words = None, words_of(joined)
+    found = bool((words & TEMPLATE_WORDS) - own_words)
+    if not found:
+        present = [phrase for phrase, needed in _phrase_words(family, passage_id).items() if needed <= words]
+        if present:
+            normalised = (" | ".join(map(_normalised, texts.values())) if per_text is None
+                          else " | ".join(" ".join(text_words) for text_words in per_text))
+            found = first_phrase(normalised, present) is not None
+    if not found:
         return None
     for where, text in texts.items():
         problem = wording_problem(family, passage_id, text)
         if problem:
             return where, problem
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _phrase_words(family: str, passage_id: str) -> dict[str, frozenset[str]]:
+    """Each foreign phrase of vocabulary_words (in its order) and its words: it can occur only where they all do."""
+    return {phrase: frozenset(phrase.split()) for phrase in vocabulary_words(family, passage_id)[1]}

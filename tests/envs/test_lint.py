@@ -87,6 +87,8 @@ def test_the_texts_looked_at_together_name_the_same_first_problem_as_one_by_one(
         {**clean, "split": f"ends with {first}", "next": f"{rest} starts this"},  # no text holds the whole phrase
         {**clean, "tool": f"Ask about the {phrase} today.", "later": "One more item."},
         {**clean, "tool": "Open the next box.", "later": f"the {phrase}"},
+        {**clean, "accented": "Ça coûte 3 €, déjà payé."},  # not ASCII: words read as words_of reads them
+        {**clean, "accented": f"Voilà: the {phrase.upper()} arrives."},
     ]
     for texts in cases:
         one_by_one = next(((where, problem) for where, text in texts.items()
@@ -94,6 +96,8 @@ def test_the_texts_looked_at_together_name_the_same_first_problem_as_one_by_one(
         assert first_wording_problem(family, passage, texts) == one_by_one
     assert first_wording_problem(family, passage, cases[1]) is None
     assert first_wording_problem(family, passage, cases[2])[0] == "tool"
+    assert first_wording_problem(family, passage, cases[4]) is None
+    assert first_wording_problem(family, passage, cases[5])[0] == "accented"
 
 
 def _declaring():
