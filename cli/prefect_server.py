@@ -33,12 +33,15 @@ DEFAULT_TIMEOUT_S = 180.0
 PREFERRED_PORT = 4200
 RECORD, LOG, LOCK, DATABASE = "server.json", "server.log", "start.lock", "prefect.db"
 WHAT_TO_DO = f"raise {ENV_TIMEOUT} or set PREFECT_API_URL to a running server"
-# Task runs reach the server as events, which its task run recorder writes into the database. Prefect's default
-# writes each event in a transaction of its own (batch size 1): about 35 ms of the server's CPU per task run, which
-# on a small machine competes with generation for a core. The local server writes them in batches, at least once a
-# second, so a task run shows in the UI up to a second later (benchmarks/README.md: the server's CPU seconds).
-RECORDER_BATCHING = {"PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "200",
-                     "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL": "1"}
+# Task runs reach the server as events, which its task run recorder writes into the database and its event persister
+# keeps for the UI's event feed. Prefect's defaults write each event in a transaction of its own for the recorder
+# (batch size 1: about 35 ms of the server's CPU per task run) and 20 events per transaction for the persister, which
+# on a small machine compete with generation for a core. The local server writes them in batches of 200, the task
+# runs at least once a second (a task run shows in the UI up to a second later), the events at least every 5 s
+# (benchmarks/README.md: the server's CPU seconds).
+SERVER_BATCHING = {"PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "200",
+                   "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL": "1",
+                   "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_BATCH_SIZE": "200"}
 
 
 class ServerStartError(Exception):
@@ -288,7 +291,7 @@ def _prefect_command(port: int) -> list[str]:
 def _server_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PREFECT_PROFILE")}
     env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false", PYTHONUNBUFFERED="1")
-    for name, value in RECORDER_BATCHING.items():  # a user's own setting wins
+    for name, value in SERVER_BATCHING.items():  # a user's own setting wins
         env.setdefault(name, value)
     for name in ("PREFECT_LOGGING_LEVEL", "PREFECT_SERVER_LOGGING_LEVEL"):  # the CLI's own quieting, not the server's
         env.pop(name, None)

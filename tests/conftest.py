@@ -45,9 +45,9 @@ def prefect_server(tmp_path_factory):
     home = tmp_path_factory.mktemp("prefect-home")
     port = _free_port()
     url = f"http://127.0.0.1:{port}/api"
-    from cli.prefect_server import RECORDER_BATCHING  # task runs written as the local server writes them
+    from cli.prefect_server import SERVER_BATCHING  # task runs and events written as the local server writes them
 
-    env = {**RECORDER_BATCHING, **os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    env = {**SERVER_BATCHING, **os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
            "PREFECT_SERVER_UI_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING"}
     log = open(home / "server.log", "w")
     command = [str(VENV_BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)]

@@ -115,10 +115,11 @@ def test_the_first_command_starts_the_server_and_the_next_reuses_it(home, tmp_pa
         runs = json.loads(response.read())
     assert sum(run["state_type"] == "COMPLETED" for run in runs) >= 2
 
-    # the server writes task runs in batches (cli.prefect_server.RECORDER_BATCHING), and still writes every one:
+    # the server writes task runs in batches (cli.prefect_server.SERVER_BATCHING), and still writes every one:
     # each flow run's sample, solve, render, validate and land reach it as completed task runs
     environ = Path(f"/proc/{server['pid']}/environ").read_bytes().split(b"\0")
     assert b"PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE=200" in environ
+    assert b"PREFECT_SERVER_SERVICES_EVENT_PERSISTER_BATCH_SIZE=200" in environ
     deadline, stages = time.monotonic() + 60, []
     while time.monotonic() < deadline:
         request = urllib.request.Request(f"{server['url']}/task_runs/filter", data=b"{}", method="POST",
@@ -130,15 +131,27 @@ def test_the_first_command_starts_the_server_and_the_next_reuses_it(home, tmp_pa
             break
         time.sleep(0.5)
     assert all(stages.count(stage) >= 2 for stage in ("sample", "solve", "render", "validate", "land")), stages
+    # and keeps their events for the UI's event feed, in batches too (at least every 5 s)
+    deadline, events = time.monotonic() + 60, set()
+    while time.monotonic() < deadline:
+        request = urllib.request.Request(f"{server['url']}/events/filter", data=json.dumps({"limit": 50}).encode(),
+                                         method="POST", headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            events = {event["event"] for event in json.loads(response.read())["events"]}
+        if {"prefect.task-run.Completed", "prefect.flow-run.Completed"} <= events:
+            break
+        time.sleep(0.5)
+    assert {"prefect.task-run.Completed", "prefect.flow-run.Completed"} <= events, events
 
 
 def test_a_users_own_recorder_setting_wins(tmp_path, monkeypatch):
-    from cli.prefect_server import RECORDER_BATCHING, _server_env
+    from cli.prefect_server import SERVER_BATCHING, _server_env
 
     monkeypatch.setenv("PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE", "7")
     env = _server_env(tmp_path)
     assert env["PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE"] == "7"
-    assert all(env[name] == value for name, value in RECORDER_BATCHING.items() if "BATCH_SIZE" not in name)
+    assert all(env[name] == value for name, value in SERVER_BATCHING.items()
+               if name != "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE")
 
 
 @pytest.mark.integration
