@@ -1,13 +1,15 @@
 """Wall time of N admitted environments: a plain single-process loop, then the `generate` flow as `vhd generate` runs
 it (the default runner: threads, the stages' CPU work in one worker process per core), and the ratio.
 
-    .venv/bin/python benchmarks/generate.py [--count 3300] [--families all] [--processes N] [--small 10]
+    .venv/bin/python benchmarks/generate.py [--count 3300] [--families all] [--processes N] [--small 10] [--repeat 3]
 
-Both runs use the same plan (same date, families, shards) and land into fresh warehouses; the script checks that
-both land the same environment ids. The flow reports to $PREFECT_API_URL when set, else to vhd's local Prefect
-server (started once and reused, as the CLI does; its start is not in the figures). It also prints the CPU seconds
-each side used (the flow's process, its worker processes, the Prefect server) and, with --small N, the wall time of
-`vhd generate --count N` as a command, with the server already running.
+Each side runs in a fresh process of its own, `--repeat` times, loop and flow alternating; the medians are reported
+(this 2-core machine's speed drifts by 5-10% over minutes). Every run uses the same plan (same date, families,
+shards) and lands into a fresh warehouse; the script checks that both sides land the same environment ids. The flow
+reports to $PREFECT_API_URL when set, else to vhd's local Prefect server (started once and reused, as the CLI does;
+its start is not in the figures; nor are Prefect's imports and the fork server's, done by a small run first). It
+also prints the CPU seconds each side used (the flow's process, its worker processes, the Prefect server) and, with
+--small N, the wall time of `vhd generate --count N` as a command, with the server already running.
 """
 
 from __future__ import annotations
@@ -100,6 +102,11 @@ def run_side(side: str, warehouse: str, date: str, count: int, families: str | N
             "admitted": summary["admitted"], "rejected": summary["rejected"]}
 
 
+def median_run(runs: list[dict]) -> dict:
+    """The run whose wall time is the median (the lower middle one of an even number)."""
+    return sorted(runs, key=lambda run: run["seconds"])[(len(runs) - 1) // 2]
+
+
 def side_in_child(side: str, warehouse: str, args: argparse.Namespace) -> dict:
     """`run_side` in a child process of its own: each side starts as a command would, with nothing the other side
     left behind in its heap."""
@@ -120,6 +127,7 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=None, help="worker processes (default: one per core)")
     parser.add_argument("--date", default="2026-01-01")
     parser.add_argument("--small", type=int, default=10, help="also time `vhd generate --count N` (0: skip)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each side, alternating (medians reported)")
     parser.add_argument("--side", choices=["loop", "flow"], help=argparse.SUPPRESS)  # one side, in a child
     parser.add_argument("--warehouse", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -143,14 +151,21 @@ def main() -> None:
                                check=True, capture_output=True)
                 runs.append(time.perf_counter() - started)
             small_s = sorted(runs)[1]
-        loop_wh, flow_wh = str(Path(root) / "loop" / "wh"), str(Path(root) / "flow" / "wh")
-        loop = side_in_child("loop", loop_wh, args)
-        flow = side_in_child("flow", flow_wh, args)
-        same = env_ids(loop_wh) == env_ids(flow_wh)
+        loops, flows, same = [], [], True
+        for attempt in range(args.repeat):  # loop and flow alternate, so that a slower spell of the machine
+            pair = Path(root) / f"pair-{attempt}"  # weighs on both sides alike
+            loop_wh, flow_wh = str(pair / "loop" / "wh"), str(pair / "flow" / "wh")
+            loops.append(side_in_child("loop", loop_wh, args))
+            flows.append(side_in_child("flow", flow_wh, args))
+            same = same and env_ids(loop_wh) == env_ids(flow_wh)
+            print(f"pair {attempt + 1}: loop {loops[-1]['seconds']:.2f} s, flow {flows[-1]['seconds']:.2f} s, "
+                  f"ratio {flows[-1]['seconds'] / loops[-1]['seconds']:.3f}", flush=True)
 
     families = args.families or "all 13 families"
+    loop, flow = median_run(loops), median_run(flows)
     workers_cpu, server_cpu = flow["workers_cpu"], flow["server_cpu"]
-    print(f"plan: {args.count} environments of {families}, date {args.date}")
+    print(f"plan: {args.count} environments of {families}, date {args.date}; medians of {args.repeat} alternating "
+          "runs of each side")
     print(f"environments admitted (flow): {flow['admitted']} of {args.count}, rejected attempts "
           f"{flow['rejected']}")
     print(f"plain single-process loop: {loop['seconds']:8.2f} s  ({args.count / loop['seconds']:6.1f} env/s, "
@@ -160,7 +175,7 @@ def main() -> None:
     print(f"  CPU seconds: flow process {flow['cpu']:.1f}, worker processes "
           f"{'n/a' if workers_cpu is None else f'{workers_cpu:.1f}'}, Prefect server "
           f"{'n/a (not vhd local server)' if server_cpu is None else f'{server_cpu:.1f}'}")
-    print(f"ratio (flow / loop): {flow['seconds'] / loop['seconds']:.3f}")
+    print(f"ratio (flow / loop, medians): {flow['seconds'] / loop['seconds']:.3f}")
     print(f"same environment ids in both: {same}")
     if small_s is not None:
         print(f"`vhd generate --count {args.small}` with the server running (median of 3): {small_s:.2f} s")
