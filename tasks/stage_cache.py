@@ -2,7 +2,7 @@
 (tasks.common.ShardStagePolicy), kept $VHD_STAGE_CACHE_DAYS (default 3) and then removed when a generate run starts
 (flows.generate.run_generate_state: `vhd generate`, the nightly).
 
-A 3,300-environment run persists about 360 MB of stage results, and nothing else ever removes them: a nightly job
+A 3,300-environment run persists about 230 MB of stage results, and nothing else ever removes them: a nightly job
 would fill the disk. The cache is for a night run again (an interrupted run finished, a failed shard retried); a
 night's committed shards are skipped through the warehouse's commit markers, not through the cache, and nobody
 re-runs a night from weeks ago without expecting to compute it again. Only this project's records go (their names
