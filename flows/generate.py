@@ -150,9 +150,8 @@ def run_rounds(todo, budget: CostBudget | None, warehouse: str | None, run_id: s
             failures[rounds.shard.key] = shard_failure(rounds.shard.key, stages)
             start_next_shard()
             continue
-        output = future.result()
-        totals.add(rounds.shard.key, step, stage, output.counts)
-        shard = rounds.shard
+        shard, output = rounds.shard, future.result()
+        totals.add(shard.key, step, stage, output.counts)
         # opaque(): resolve the upstream result but do not walk into it; Prefect's default traversal of a shard's
         # hundreds of specs costs more than solving them
         if stage == "sample":

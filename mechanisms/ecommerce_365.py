@@ -272,7 +272,7 @@ def _menu(p: EcommerceParams, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return demand, price, ad
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=16)  # the grids use 8 horizons
 def _lower_triangle(T: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The (day t, arrival j <= t) pairs of a T-day run, row by row: each pair's day, its age t - j (as a float), and
     the T x T mask that places them."""

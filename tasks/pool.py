@@ -170,7 +170,11 @@ class Workers:
         self._lock = threading.Lock()
         for position, executor in enumerate(self._executors):  # start each now, and learn its pid
             executor.submit(os.getpid).add_done_callback(
-                lambda done, position=position: done.exception() or self._by_pid.setdefault(done.result(), position))
+                lambda started, position=position: self._started(started, position))
+
+    def _started(self, started: Future[int], position: int) -> None:
+        if started.exception() is None:  # a worker that failed to start is never preferred
+            self._by_pid[started.result()] = position
 
     def submit(self, function: Callable[..., T], *args: Any, near: int | None = None) -> Future[T]:
         with self._lock:
