@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from envs.environment import SUBMIT_PLAN, Environment, EpisodeResult
+from mechanisms.base import ActionError
 from schemas.envspec import Action
 
 ToolCall = tuple[str, dict[str, Any]]
@@ -22,10 +23,28 @@ def _tool_call(env: Environment, action: Action) -> ToolCall:
 
 def _script(env: Environment, actions: list[Action]) -> Iterator[ToolCall]:
     if env.mode == "written":
-        steps = [_tool_call(env, a) for a in actions if env.tool_for(a.op).kind in ("decision", "clock")]
+        steps = [_tool_call(env, a) for a in _accepted_decisions(env, actions)]
         yield SUBMIT_PLAN, {"steps": [{"tool": name, "arguments": args} for name, args in steps]}
         return
     yield from _translated(env, actions)
+
+
+def _accepted_decisions(env: Environment, actions: list[Action]) -> list[Action]:
+    """The decision and clock calls of a played script that the dynamics accepted (a written plan is refused whole
+    when one step is: a player's refused call is left out of its plan, as it changed nothing)."""
+    mechanism, params = env.mechanism, env.params
+    state = mechanism.initial_state(params)
+    accepted = []
+    for action in actions:
+        if mechanism.finished(state):
+            break
+        try:
+            mechanism.apply(params, state, action)
+        except ActionError:
+            continue
+        if env.tool_for(action.op).kind in ("decision", "clock"):
+            accepted.append(action)
+    return accepted
 
 
 def _translated(env: Environment, actions: list[Action]) -> list[ToolCall]:
@@ -51,6 +70,12 @@ def informed(env: Environment, seed: int = 0) -> Iterator[ToolCall]:
     """The informed agent (envs.difficulty): probes by value of information within the budget, then the plan
     solved on what it learned and the stickers; hidden mode's reachable ceiling."""
     return _script(env, env.spec.reference.informed_actions)
+
+
+def naive(env: Environment, seed: int = 0) -> Iterator[ToolCall]:
+    """The naive prober (envs.difficulty): verifies figures in listing order within the budget, then the plan solved
+    on what it learned and the posted figures."""
+    return _script(env, env.spec.reference.naive_actions)
 
 
 def idle(env: Environment, seed: int = 0) -> Iterator[ToolCall]:
@@ -91,7 +116,8 @@ def random_arguments(schema: dict[str, Any], rng: np.random.Generator) -> dict[s
     return args
 
 
-AGENTS = {"oracle": oracle, "default": default, "informed": informed, "idle": idle, "random": random_agent}
+AGENTS = {"oracle": oracle, "default": default, "informed": informed, "naive": naive, "idle": idle,
+          "random": random_agent}
 
 
 def make_agent(name: str):

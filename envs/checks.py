@@ -16,6 +16,8 @@ Every check runs through the real runtime and the rendered tools, never through 
 from __future__ import annotations
 
 import copy
+import inspect
+import json
 import re
 import traceback
 from collections.abc import Callable, Iterable, Iterator
@@ -26,9 +28,9 @@ import numpy as np
 
 import mechanisms
 from envs.agents import play, random_agent, random_arguments
-from envs.completeness import Incomplete, bound_observations, check_completeness
-from envs.difficulty import INFORMED, MIN_INFORMED_SCORE, measure
-from envs.environment import Environment
+from envs.completeness import Incomplete, bound_observations, check_completeness, observed_numbers
+from envs.difficulty import INFORMED, MIN_INFORMED_SCORE, NAIVE_PROBER, measure
+from envs.environment import ENDING_KEY, Environment
 from envs.lint import LintError, lint
 from mechanisms.base import ActionError, Mechanism, ParamsError, parsed_once, remembered_solutions
 from schemas.envspec import MODES, RUNTIME_OPERATION_NAMES, Action, EnvSpec, ToolKind
@@ -45,6 +47,7 @@ TOOL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$")
 NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\w)(?!\.\d)")
 FUZZ_CALLS = 60  # random calls per mode: enough to hit every tool with good and bad arguments
 
+ENDING = "ending"  # every ending states the outcome
 # the admission check of a crash anywhere in the dynamics or the spec (the paper's C1: "it executes"), and the one of
 # the default policy's replay through the tools (it must reach u0 and score 0)
 EXECUTES = "executes"
@@ -111,7 +114,11 @@ def _check_environment(spec: EnvSpec) -> Admission:
         checks["completeness"] = "ok"
         _check_band(spec, checks)
         hidden_plays = _check_play(spec, checks, env_id)
-        hidden_plays.append(_check_ceiling(spec, checks, env_id))
+        hidden_plays.extend(_check_ceiling(spec, checks, env_id))
+        leaked = decision_leaks(spec, hidden_plays)
+        if leaked:
+            raise Rejected("decision_leak", leaked)
+        checks["decision_leak"] = "ok"
         try:
             lint(spec, observations, hidden_plays)
         except LintError as defect:
@@ -185,7 +192,7 @@ def hidden_leaks(spec: EnvSpec) -> list[str]:
     for action in spec.reference.optimal_actions:
         secret |= {round(float(v), 6) for v in action.args.values() if isinstance(v, (int, float))}
     secret -= public
-    text = " ".join([spec.rendering.instructions["hidden"]]
+    text = " ".join([spec.rendering.instructions["hidden"], json.dumps(mechanism.public_view(params))]
                     + [f"{t.name} {t.description} {t.parameters}" for t in spec.rendering.tools])
     return sorted({m for m in NUMBER.findall(text) if round(float(m), 6) in secret})
 
@@ -239,6 +246,10 @@ def _check_play(spec: EnvSpec, checks: dict[str, Any], env_id: str | None = None
             raise Rejected(DEFAULT_REPLAY, f"default policy reached {baseline.u:.6g} in {mode} mode, u0 is "
                            f"{ref.u0:.6g}")
         idle = play(env, "idle")
+        for result in (oracle, baseline, idle):
+            missing = ending_problem(env, result)
+            if missing:
+                raise Rejected(ENDING, f"{result.agent} in {mode} mode: {missing}")
         fuzz = play(env, "random", seed=len(spec.rendering.tools), max_calls=FUZZ_CALLS)
         for result in (baseline, idle, fuzz):
             if result.u > ref.u_star + RELATIVE_TOLERANCE * max(1.0, abs(ref.u_star)):
@@ -248,29 +259,77 @@ def _check_play(spec: EnvSpec, checks: dict[str, Any], env_id: str | None = None
         trajectories[interface] = [oracle.trajectory, baseline.trajectory]
         if mode == "hidden":
             hidden = trajectories[interface]
-    checks[DEFAULT_REPLAY] = checks["C3"] = checks["repeat"] = "ok"
+    checks[DEFAULT_REPLAY] = checks["C3"] = checks["repeat"] = checks[ENDING] = "ok"
     return list(hidden)
 
 
-def _check_ceiling(spec: EnvSpec, checks: dict[str, Any], env_id: str | None = None) -> list[dict[str, Any]]:
-    """The informed agent's recorded play, replayed through the hidden mode's tools, reaches what was recorded and
-    beats the default (else the budget, not skill, decides the score); a requested tier is the measured one."""
+def ending_problem(env: Environment, result) -> str | None:
+    """Why a played episode's last observation does not state its outcome (None when it does): whatever ended it,
+    the last observation carries the ledger, and its result is the utility reached."""
+    if not env.done:
+        return None
+    if not result.trajectory:
+        return "the episode ended without a call"
+    last = result.trajectory[-1]["result"]
+    ledger = last.get(ENDING_KEY) if isinstance(last, dict) else None
+    if not isinstance(ledger, dict):
+        return f"the last observation ({result.trajectory[-1]['tool']}) does not state the outcome"
+    return None
+
+
+def decision_leaks(spec: EnvSpec, trajectories: list[list[dict[str, Any]]]) -> str | None:
+    """A decision's observation that shows a hidden figure the agent had not seen (None when there is none): a
+    decision states what the agent did; the outcome comes with the step that realises it (a clock call, or the
+    ending). Numbers the agent typed, public numbers and figures it saw earlier are not leaks."""
+    mechanism = mechanisms.get(spec.family)
+    params = mechanism.params_from_data(spec.params)
+    public = {round(float(x), 6) for x in mechanism.public_numbers(params)} | {float(spec.turn_budget)}
+    secret = {round(float(x), 6) for x in mechanism.secret_numbers(params)} - public
+    kinds = {tool.name: tool.kind for tool in spec.rendering.tools}
+    for trajectory in trajectories:
+        seen: set[float] = set()
+        for step in trajectory:
+            result = step["result"]
+            if not isinstance(result, dict):
+                continue
+            typed = observed_numbers(step["arguments"]) if isinstance(step["arguments"], (dict, list)) else set()
+            shown_now = observed_numbers({k: v for k, v in result.items() if k != ENDING_KEY})
+            if kinds.get(step["tool"]) == "decision" and "error" not in result:
+                leaked = sorted((shown_now & secret) - seen - typed)
+                if leaked:
+                    return f"{step['tool']} shows the hidden figure(s) {leaked[:3]} before any call revealed them"
+            seen |= shown_now | typed
+    return None
+
+
+def _check_ceiling(spec: EnvSpec, checks: dict[str, Any], env_id: str | None = None) -> list[list[dict[str, Any]]]:
+    """The informed agent's and the naive prober's recorded plays, replayed through the hidden mode's tools, reach
+    what was recorded; the informed agent beats the default (else the budget, not skill, decides the score); a
+    requested tier is the measured one (hard and frontier need a skill gap: envs.difficulty.tier_of)."""
     difficulty = spec.difficulty
     if difficulty is None:
         raise Rejected("ceiling", "the environment records no difficulty measures")
-    result = play(Environment(spec, "hidden", env_id), INFORMED)
-    recorded = spec.reference.baselines.get(INFORMED)
-    if recorded is None or not _close(result.u, recorded):
-        raise Rejected("ceiling", f"the informed agent reached {result.u:.6g} through the tools, {recorded} was "
-                       "recorded")
+    played = []
+    for agent, name in (("informed", INFORMED), ("naive", NAIVE_PROBER)):
+        env = Environment(spec, "hidden", env_id)
+        result = play(env, agent)
+        recorded = spec.reference.baselines.get(name)
+        if recorded is None or not _close(result.u, recorded):
+            raise Rejected("ceiling", f"the {name.replace('_', ' ')} reached {result.u:.6g} through the tools, "
+                           f"{recorded} was recorded")
+        missing = ending_problem(env, result)
+        if missing:
+            raise Rejected(ENDING, f"{name} in hidden mode: {missing}")
+        played.append(result.trajectory)
     if difficulty.informed_score < MIN_INFORMED_SCORE:
         raise Rejected("ceiling", f"the informed agent scores {difficulty.informed_score:.3f} within the budget: "
                        "the budget, not skill, decides the score")
     checks["ceiling"] = round(difficulty.informed_score, 6)
+    checks["skill_gap"] = difficulty.skill_gap
     if difficulty.requested is not None and difficulty.requested != difficulty.tier:
         raise Rejected("difficulty", f"measured {difficulty.tier}, the plan asked for {difficulty.requested}")
     checks["difficulty"] = difficulty.tier
-    return result.trajectory
+    return played
 
 
 def _first_error(trajectory: list[dict[str, Any]]) -> str:
@@ -297,10 +356,9 @@ def sample_spec(family: str, index: int, size: int | None = None, horizon: int |
     outcome = m.outcome(params)
     budget = turn_budget(m, params, outcome, share)
     rendering, _ = TemplateSetter().render(m, params, outcome, f"test/{family}/{index}", attempt, budget)
-    difficulty, informed, measured = measure(m, params, outcome, budget, share, tier)
+    measured = measure(m, params, outcome, budget, share, tier)
     return build_spec(m, params, outcome, rendering, split="train", size=size, horizon=horizon, seed=seed,
-                      setter="template", model=None, budget=budget, difficulty=difficulty, informed=informed,
-                      measured=measured)
+                      setter="template", model=None, budget=budget, measured=measured)
 
 
 # --- one family (the conformance suite) --------------------------------------------------------------------------
@@ -627,9 +685,13 @@ def _declarations(m: Mechanism, independent: IndependentReference | None) -> Ite
     from schemas.tiers import TIERS
     from setter.corpus import VOCAB_KEYS
 
-    for hook in ("facts", "believed", "heuristic_actions"):
+    for hook in ("facts", "believed", "default_policy", "heuristic_policies"):
         if getattr(type(m), hook) is getattr(Mechanism, hook):
-            yield f"{m.id} declares no {hook}"
+            yield f"{m.id} declares no {hook}: see CONTRIBUTING.md, 'Players'"
+    for hook in ("believed", "probe_order", "listing_order"):
+        taken = list(inspect.signature(getattr(m, hook)).parameters)
+        if taken != ["known"]:
+            yield f"{m.id}.{hook} takes {taken}: it must take only what the agent knows, (known: Knowledge)"
     if "describe" in type(m).__dict__:
         yield f"{m.id} states its facts twice: drop describe()"
     if list(m.tiers()) != list(TIERS):
@@ -641,9 +703,9 @@ def _declarations(m: Mechanism, independent: IndependentReference | None) -> Ite
         yield f"the facts state no {missing[0]!r} rule"
     if len(set(keys)) != len(keys):
         yield f"a fact key repeats: {sorted(k for k in set(keys) if keys.count(k) > 1)}"
-    if not m.heuristic_actions(params):
-        yield f"{m.id} declares no heuristic agent"
-    if m.believed(params, m.probe_order(params)) is None:
+    if not m.heuristic_policies():
+        yield f"{m.id} declares no heuristic agent: add one to heuristic_policies()"
+    if m.believed(m.knowledge(params)) is None:
         yield "believed() returns nothing"
 
 

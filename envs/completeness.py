@@ -47,7 +47,7 @@ def operation_observations(mechanism, params, operations: list[OperationSpec]) -
     """The observations of every call of these probe and info operations, each on a fresh state (a probe: the calls
     of the family's probe order; an info operation: every combination of its arguments)."""
     probe_calls: dict[str, list] = {}
-    for action in mechanism.probe_order(params):
+    for action in mechanism.listing_order(mechanism.knowledge(params)):
         probe_calls.setdefault(action.op, []).append(action)
     fresh = pickle.dumps(mechanism.initial_state(params))  # a state is plain data: each call gets its own copy
     seen: dict[str, list[Any]] = {}

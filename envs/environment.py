@@ -128,7 +128,16 @@ class Environment:
         except (ActionError, CalculatorError) as error:
             self.errors += 1
             observation = {"error": in_passage_words(str(error), self._names)}
+        if self.done:  # whatever ended the episode (its closing call, a plan, the last turn), it shows the result
+            observation = {**observation, ENDING_KEY: self.ending()}
         return self._reply(name, arguments, observation)
+
+    def ending(self) -> dict[str, Any]:
+        """The episode's outcome as a ledger states it (the family's objective value and its parts)."""
+        why = "finished" if self._ended or self.mechanism.finished(self.state) else "the turns ran out"
+        ledger = self.mechanism.ledger(self.params, self.state)
+        return {"episode over": why, **shown({key: _ledger_number(value) for key, value in ledger.items()},
+                                             self._names)}
 
     def _reply(self, name: str, arguments: Any, observation: dict[str, Any]) -> dict[str, Any]:
         self.trajectory.append({"tool": name, "arguments": arguments, "result": observation})
@@ -168,11 +177,19 @@ class Environment:
         if not isinstance(steps, list) or not steps or len(steps) > MAX_PLAN_STEPS:
             raise ActionError(f"'steps' must be a non-empty list of at most {MAX_PLAN_STEPS} steps")
         allowed = {t.name: t for t in self.spec.rendering.tools if t.kind in ("decision", "clock")}
+        for index, step in enumerate(steps, start=1):  # every step's tool and argument names, before any step runs
+            if not isinstance(step, dict) or step.get("tool") not in allowed:
+                raise ActionError(f"step {index}: 'tool' must be one of {', '.join(sorted(allowed))}")
+            arguments = step.get("arguments")
+            if isinstance(arguments, dict):
+                takes = allowed[step["tool"]].parameters.get("properties", {})
+                unknown = sorted(set(arguments) - set(takes))
+                if unknown:
+                    raise ActionError(f"step {index} ({step['tool']}): no argument {unknown[0]!r}; it takes "
+                                      f"{sorted(takes) or 'no arguments'}")
         saved = copy.deepcopy(self.state)
         try:
             for index, step in enumerate(steps, start=1):
-                if not isinstance(step, dict) or step.get("tool") not in allowed:
-                    raise ActionError(f"step {index}: 'tool' must be one of {', '.join(sorted(allowed))}")
                 if self.mechanism.finished(self.state):
                     break
                 try:
@@ -183,22 +200,44 @@ class Environment:
             self.state = saved
             raise
         self._ended = True
-        return {"accepted_steps": len(steps), "finished": True}
+        return {"accepted_steps": len(steps)}
 
     def _plan_tool(self) -> ToolSpec:
-        names = sorted(t.name for t in self.spec.rendering.tools if t.kind in ("decision", "clock"))
+        steps = sorted((t for t in self.spec.rendering.tools if t.kind in ("decision", "clock")), key=lambda t: t.name)
+        named = ", ".join(f"{t.name}({', '.join(t.parameters.get('properties', {}))})" for t in steps)
         return ToolSpec(
             name=SUBMIT_PLAN,
             description="Submit your whole plan at once as an ordered list of steps; each step names one of "
-            f"these tools and its arguments: {', '.join(names)}. The plan is executed in order and ends the "
+            f"these tools and its arguments by name: {named}. The plan is executed in order and ends the "
             "episode; if a step is invalid nothing is executed and you may submit again.",
             kind="decision",
             parameters={"type": "object", "properties": {"steps": {"type": "array", "items": {
-                "type": "object", "properties": {"tool": {"type": "string", "enum": names},
-                                                 "arguments": {"type": "object"}},
-                "required": ["tool"]}}}, "required": ["steps"]},
+                "anyOf": [_plan_step(t) for t in steps]}}}, "required": ["steps"]},
             operation=SUBMIT_PLAN,
         )
+
+
+def _plan_step(tool: ToolSpec) -> dict[str, Any]:
+    """One step of a written plan: the tool's name and its own argument schema."""
+    arguments = {"type": "object", "properties": tool.parameters.get("properties", {}),
+                 "required": list(tool.parameters.get("required", [])), "additionalProperties": False}
+    return {"type": "object", "properties": {"tool": {"type": "string", "const": tool.name}, "arguments": arguments},
+            "required": ["tool", "arguments"], "additionalProperties": False}
+
+
+ENDING_KEY = "outcome"
+
+
+def _ledger_number(value: Any) -> Any:
+    """A ledger's figure as a ledger prints it: floats to 6 places (no 160.20000000000002), whole ones as integers."""
+    if isinstance(value, float) and value == value and abs(value) != float("inf"):
+        value = round(value, 6)
+        return int(value) if value.is_integer() else value
+    if isinstance(value, dict):
+        return {key: _ledger_number(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_ledger_number(item) for item in value]
+    return value
 
 
 _NUMBERED = re.compile(r"^(.*\S) (\d+)$")

@@ -27,7 +27,7 @@ from setter.wording import TEMPLATE_WORDS, first_wording_problem
 # what the generic template and the mechanisms call things; a passage's own words replace them
 GENERIC_WORDS = TEMPLATE_WORDS
 # keys the runtime itself shows, whatever the family
-RUNTIME_KEYS = frozenset({"error", "result", "turns_left", "accepted_steps", "finished"})
+RUNTIME_KEYS = frozenset({"error", "result", "turns_left", "accepted_steps", "finished", "outcome", "episode over"})
 SPENDS_PHRASE = "spends one turn"
 _PLAIN = frozenset({int, float, bool, type(None)})
 

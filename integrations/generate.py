@@ -50,10 +50,9 @@ def spec_from_seed(seed: int, families: list[str] | str | None = None, tier: str
         outcome = mechanism.outcome(params)
         budget = turn_budget(mechanism, params, outcome, cell.probe_share)
         rendering, _ = setter.render(mechanism, params, outcome, f"endless/{family}/{seed}/{attempt}", 1, budget)
-        difficulty, informed, measured = measure(mechanism, params, outcome, budget, cell.probe_share, tier)
+        measured = measure(mechanism, params, outcome, budget, cell.probe_share, tier)
         spec = build_spec(mechanism, params, outcome, rendering, split=ENDLESS_SPLIT, size=size, horizon=horizon,
-                          seed=rng_seed, setter="template", model=None, budget=budget, difficulty=difficulty,
-                          informed=informed, measured=measured)
+                          seed=rng_seed, setter="template", model=None, budget=budget, measured=measured)
         verdict = admit(spec)
         if verdict.admitted:
             return spec

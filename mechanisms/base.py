@@ -28,6 +28,7 @@ from mechanisms.arguments import (  # noqa: F401 - re-exported: families read th
 )
 from mechanisms.facts import Fact, stated
 from mechanisms.operations import Operation, collect_operations
+from mechanisms.players import Knowledge, Policy, Seat, decisions, listing_calls, run_policy
 from schemas.envspec import Action, OperationSpec, pickled_actions, unpickled_actions
 from schemas.tiers import TIERS  # noqa: F401 - re-exported: the tiers belong with Tier
 
@@ -227,7 +228,7 @@ class Mechanism(ABC, Generic[P]):
         params = draw()
         u_star = self.solve(params).u_star
         for _ in range(redraws):
-            if misleading(self.run(params, self.default_actions(params)), u_star, params):
+            if misleading(run_policy(self, params, self.default_policy)[1], u_star, params):
                 break
             params = draw()
         return params
@@ -236,9 +237,14 @@ class Mechanism(ABC, Generic[P]):
     def solve(self, params: P) -> Solution:
         """Exact full-information optimum and the actions that reach it."""
 
-    @abstractmethod
+    def default_policy(self, seat: Seat) -> None:
+        """The default policy (it anchors u0): reads the posted figures, trusts them, splits budgets evenly, never
+        verifies a figure. It plays at a seat (mechanisms.players): it knows what its calls showed, nothing else."""
+        raise NotImplementedError(f"{self.id} declares no default_policy")
+
     def default_actions(self, params: P) -> list[Action]:
-        """The default policy: trusts the stickers, splits budgets evenly, never probes."""
+        """The default policy's calls on these parameters (played without a turn limit)."""
+        return run_policy(self, params, self.default_policy)[0]
 
     def idle_actions(self, params: P) -> list[Action]:
         """The idle policy: does nothing and ends the episode."""
@@ -320,21 +326,49 @@ class Mechanism(ABC, Generic[P]):
         return {"easy": Tier(cells, 1.0), "medium": Tier(cells, 1.0), "hard": Tier(cells, 0.5),
                 "frontier": Tier(cells, 0.25)}
 
-    # --- informed and heuristic play --------------------------------------------------------
-    def probe_order(self, params: P) -> list[Action]:
-        """Every probe call worth making, most valuable first (the informed agent takes as long a prefix as its
-        budget allows). The default: every probe operation with every integer argument, in declaration order."""
-        return [call for op in self.operations(params) if op.kind == "probe" for call in operation_calls(self.id, op)]
-
-    @abstractmethod
-    def believed(self, params: P, probed: list[Action]) -> P:
-        """The parameters as an agent believes them after making these probe calls: what the probes revealed is
-        true, everything else is read from the stickers and the public structure (never from the hidden truth)."""
-
-    def heuristic_actions(self, params: P) -> dict[str, list[Action]]:
-        """Cheap policies a naive agent would follow (greedy, myopic, nearest neighbour), by name. They may probe
-        and must act on what they see only; each is played within the turn budget."""
+    # --- players: what an agent can know (mechanisms.players) -----------------------------------
+    def public_view(self, params: P) -> dict[str, Any]:
+        """What every mode tells an agent before any call, as data: the structure (counts, the horizon, bounds, rules'
+        numbers). Only public numbers (admission's leak check reads it like the hidden text)."""
         return {}
+
+    def knowledge(self, params: P) -> Knowledge:
+        """What an agent knows before its first call: the public view and the tools' schemas."""
+        return Knowledge(self.public_view(params), {op.name: op for op in self.operations(params)})
+
+    def believed(self, known: Knowledge) -> P:
+        """The parameters as an agent believes them from what it knows (the public view and its calls'
+        observations): a verified figure is true, a posted one is what the sheet said, the rest a guess from the
+        public structure. It never sees the hidden parameters."""
+        raise NotImplementedError(f"{self.id} declares no believed")
+
+    def listing_order(self, known: Knowledge) -> list[Action]:
+        """Every probe call in the order the tools list them (what the naive prober verifies, first to last)."""
+        return listing_calls(known)
+
+    def probe_order(self, known: Knowledge) -> list[Action]:
+        """Every probe call worth making, most valuable first, judged from what is known (the posted sheets are read
+        before it is asked): the informed agent verifies as long a prefix as its budget allows."""
+        return self.listing_order(known)
+
+    def planned_calls(self, known: Knowledge, belief: P) -> list[Action]:
+        """The calls an agent holding this belief would make to act (their count is what a prober reserves)."""
+        return decisions(known, self.solve(belief).optimal_actions)
+
+    def act_on_belief(self, seat: Seat, belief: P) -> None:
+        """Act on a belief until the episode ends (the default: play the plan solved on it; a sequential family
+        reacts to what each step shows)."""
+        seat.play(self.planned_calls(seat.known, belief))
+
+    def heuristic_policies(self) -> dict[str, Policy]:
+        """Cheap policies a naive agent would follow (greedy, myopic, nearest neighbour), by name. Each plays at a
+        seat (it knows what its calls showed) within the turn budget."""
+        return {}
+
+    def ledger(self, params: P, state: dict[str, Any]) -> dict[str, Any]:
+        """The outcome as a ledger states it when the episode ends: the objective value and its parts. The
+        environment shows it with whatever call ends the episode."""
+        return {"result": self.utility(params, state)}
 
     def play(self, params: P, actions: list[Action], budget: int | None = None) -> tuple[float, int, int]:
         """Replay actions as an agent would: each call spends a turn, a refused call is an error that changes
@@ -365,11 +399,11 @@ class Mechanism(ABC, Generic[P]):
         """The reference of `params`: its solution (solved here unless given: the sampler may have solved it), the
         default and idle policies' utilities and the baselines'."""
         solution = self.solve(params) if solution is None else solution
-        default = self.default_actions(params)
+        default, u0 = run_policy(self, params, self.default_policy)
         return Outcome(
             solution=solution,
             default_actions=default,
-            u0=self.run(params, default),
+            u0=u0,
             u_idle=self.run(params, self.idle_actions(params)),
             baselines={name: self.run(params, actions) for name, actions in self.baseline_actions(params).items()},
         )

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from mechanisms.base import NEAR_OPTIMAL, ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
+from mechanisms.players import Knowledge, Policy, Seat
 from mechanisms.params import finite, flat, non_negative, one_entry_each, positive, rows_of, stickers_default_to_truth
 from mechanisms.registry import register
 from schemas.envspec import Action
@@ -104,7 +105,7 @@ Item = Annotated[int, Between(1, "items"), "item number"]  # an item number, 1..
 
 class Knapsack(Mechanism[KnapsackParams]):
     id = "knapsack"
-    version = 1
+    version = 2
     group = "near_ood"
     summary = "choose items under several capacity limits to maximise total value; 0/1 integer program"
     Params = KnapsackParams
@@ -160,25 +161,20 @@ class Knapsack(Mechanism[KnapsackParams]):
         facts = {"items": p.items, "dimensions": p.dimensions, "chosen": chosen, "subset_pairs": pairs}
         return Solution(u_star, actions, "exhaustive meet-in-the-middle enumeration", facts)
 
-    def default_actions(self, params: KnapsackParams) -> list[Action]:
-        """Greedy by rating per unit of average normalised weight (every dimension counts equally)."""
-        p = params
-        weights = np.asarray(p.weights, dtype=float)
-        share = (weights / np.asarray(p.capacities)[:, None]).mean(axis=0)
-        score = [p.sticker_values[j] / share[j] if share[j] > 0 else math.inf for j in range(p.items)]
-        order = sorted(range(p.items), key=lambda j: (-score[j], j))
-        actions = [Action(op="read_rating", args={"item": 1})]
-        selected: list[int] = []
-        used = [0.0] * p.dimensions
-        for j in order:
-            item = j + 1
-            if p.sticker_values[j] <= 0 or _overflow(p, used, item):
-                continue
-            selected.append(item)
-            used = [u + p.weights[i][j] for i, u in enumerate(used)]
-            actions.append(Action(op="select_item", args={"item": item}))
-        actions.append(Action(op="submit"))
-        return actions
+    def default_policy(self, seat: Seat) -> None:
+        """Reads the posted ratings and shortlists by rating, highest first, keeping whatever the limits accept."""
+        seat.call("read_ratings")
+        for item in self._by_rating(seat.known):
+            seat.call("select_item", item=item)
+        seat.call("submit")
+
+    @staticmethod
+    def _by_rating(known: Knowledge) -> list[int]:
+        """The item numbers, highest posted rating first (in number order when the sheet was not read)."""
+        sheet = known.latest("read_ratings")
+        n = known.public["items"]
+        rating = {j: sheet["ratings"][f"item {j}"] if sheet else 0.0 for j in range(1, n + 1)}
+        return sorted(rating, key=lambda j: (-rating[j], j))
 
     def initial_state(self, params: KnapsackParams) -> dict[str, Any]:
         return {"selected": [], "submitted": False, "finished": False}
@@ -200,9 +196,9 @@ class Knapsack(Mechanism[KnapsackParams]):
         return {"capacities": {f"limit {i + 1}": p.capacities[i] for i in range(p.dimensions)}}
 
     @info(decoy=True, estimates="value")
-    def read_rating(self, p: KnapsackParams, state: State, item: Item) -> Observation:
-        """the posted rating of one item"""
-        return {"item": item, "rating": p.sticker_values[item - 1]}
+    def read_ratings(self, p: KnapsackParams, state: State) -> Observation:
+        """the posted rating of every item: outside estimates of the values, not the true values"""
+        return {"ratings": {f"item {j + 1}": p.sticker_values[j] for j in range(p.items)}}
 
     @info
     def list_items(self, p: KnapsackParams, state: State) -> Observation:
@@ -271,7 +267,7 @@ class Knapsack(Mechanism[KnapsackParams]):
                    f"{values}.", p.values),
             probed("needs", "probe_weights", f"The {v['capacity']} each {v['candidate']} needs, limit by limit: "
                    f"{needs}.", [w for row in p.weights for w in row]),
-            probed("ratings", "read_rating", f"The {v['sticker']} quotes these values in {v['currency']} "
+            probed("ratings", "read_ratings", f"The {v['sticker']} quotes these values in {v['currency']} "
                    f"(an outside estimate, not the true value): {ratings}.", p.sticker_values),
             rule("constraints", f"Each {v['candidate']} can be shortlisted at most once, and the shortlisted "
                  f"{v['candidates']} together may not exceed any limit on {v['capacity']}: a {v['candidate']} that "
@@ -283,45 +279,73 @@ class Knapsack(Mechanism[KnapsackParams]):
             rule(BUDGET_END, "If the turns run out before you submit, the shortlist as it stands counts."),
         ]
 
-    def probe_order(self, params: KnapsackParams) -> list[Action]:
+    def public_view(self, params: KnapsackParams) -> dict[str, Any]:
+        return {"items": params.items, "limits": params.dimensions}
+
+    def probe_order(self, known: Knowledge) -> list[Action]:
         """The limits first (one call), then each item's needs and value, highest rating first."""
-        order = sorted(range(1, params.items + 1), key=lambda j: (-params.sticker_values[j - 1], j))
         calls = [Action(op="probe_capacity")]
-        for j in order:
+        for j in self._by_rating(known):
             calls += [Action(op="probe_weights", args={"item": j}), Action(op="probe_value", args={"item": j})]
         return calls
 
-    def believed(self, params: KnapsackParams, probed: list[Action]) -> KnapsackParams:
-        """Probed values, needs and limits are true; an unprobed value is its rating, an unprobed item needs the
-        mean of the probed needs (1 when none is probed), unprobed limits hold every item."""
-        p = params
-        valued = {a.args["item"] for a in probed if a.op == "probe_value"}
-        measured = {a.args["item"] for a in probed if a.op == "probe_weights"}
-        values = [p.values[j - 1] if j in valued else p.sticker_values[j - 1] for j in range(1, p.items + 1)]
+    def believed(self, known: Knowledge) -> KnapsackParams:
+        """Verified values, needs and limits are true; an unverified value is its posted rating (the mean rating, or 1,
+        when the sheet was not read), an unverified item needs the mean of the verified needs (1 when none is), an
+        unverified limit holds every item."""
+        n, m = known.public["items"], known.public["limits"]
+        sheet = known.latest("read_ratings")
+        ratings = [float(sheet["ratings"][f"item {j}"]) if sheet else 1.0 for j in range(1, n + 1)]
+        values = list(ratings)
+        for _, seen in known.observations("probe_value"):
+            values[seen["item"] - 1] = float(seen["value"])
+        needs: dict[int, list[float]] = {}
+        for _, seen in known.observations("probe_weights"):
+            needs[seen["item"]] = [float(seen["weights"][f"limit {i + 1}"]) for i in range(m)]
         weights = []
-        for row in p.weights:
-            known = [row[j - 1] for j in measured]
-            guess = sum(known) / len(known) if known else 1.0
-            weights.append([row[j - 1] if j in measured else guess for j in range(1, p.items + 1)])
-        if any(a.op == "probe_capacity" for a in probed):
-            capacities = list(p.capacities)
+        for i in range(m):
+            known_needs = [row[i] for row in needs.values()]
+            guess = sum(known_needs) / len(known_needs) if known_needs else 1.0
+            weights.append([needs[j][i] if j in needs else guess for j in range(1, n + 1)])
+        limits = known.latest("probe_capacity")
+        if limits is not None:
+            capacities = [float(limits["capacities"][f"limit {i + 1}"]) for i in range(m)]
         else:
             capacities = [max(sum(row), 1.0) for row in weights]
-        return KnapsackParams(values=values, weights=weights, capacities=capacities,
-                              sticker_values=list(p.sticker_values))
+        return KnapsackParams(values=values, weights=weights, capacities=capacities, sticker_values=ratings)
 
-    def heuristic_actions(self, params: KnapsackParams) -> dict[str, list[Action]]:
-        """greedy_rating: shortlist by rating, highest first, keeping whatever fits, then submit.
-        greedy_value: assess every value, then shortlist by value, highest first."""
-        p = params
-        by_rating = sorted(range(1, p.items + 1), key=lambda j: (-p.sticker_values[j - 1], j))
-        by_value = sorted(range(1, p.items + 1), key=lambda j: (-p.values[j - 1], j))
-        submit = [Action(op="submit")]
-        return {
-            "greedy_rating": [*(Action(op="select_item", args={"item": j}) for j in by_rating), *submit],
-            "greedy_value": [*(Action(op="probe_value", args={"item": j}) for j in range(1, p.items + 1)),
-                             *(Action(op="select_item", args={"item": j}) for j in by_value), *submit],
-        }
+    def heuristic_policies(self) -> dict[str, Policy]:
+        """greedy_value: verify every value, then shortlist by value, highest first, keeping whatever fits.
+        greedy_density: read the ratings and the limits, verify every item's needs, then shortlist by rating per
+        share of the limits it uses."""
+
+        def greedy_value(seat: Seat) -> None:
+            n = seat.known.public["items"]
+            values = {}
+            for j in range(1, n + 1):
+                seen = seat.call("probe_value", item=j)
+                values[j] = seen["value"] if seen and "value" in seen else 0.0
+            for j in sorted(values, key=lambda j: (-values[j], j)):
+                seat.call("select_item", item=j)
+            seat.call("submit")
+
+        def greedy_density(seat: Seat) -> None:
+            n, m = seat.known.public["items"], seat.known.public["limits"]
+            seat.call("read_ratings")
+            seat.call("probe_capacity")
+            for j in range(1, n + 1):
+                seat.call("probe_weights", item=j)
+            belief = self.believed(seat.known)
+            share = [sum(belief.weights[i][j] / belief.capacities[i] for i in range(m)) / m for j in range(n)]
+            density = {j + 1: belief.values[j] / share[j] if share[j] > 0 else math.inf for j in range(n)}
+            for j in sorted(density, key=lambda j: (-density[j], j)):
+                seat.call("select_item", item=j)
+            seat.call("submit")
+
+        return {"greedy_value": greedy_value, "greedy_density": greedy_density}
+
+    def ledger(self, params: KnapsackParams, state: dict[str, Any]) -> dict[str, Any]:
+        return {"shortlist": list(state["selected"]), "total value": self.utility(params, state)}
 
     def secret_numbers(self, params: KnapsackParams) -> list[float]:
         p = params

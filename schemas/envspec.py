@@ -153,6 +153,8 @@ class Reference(BaseModel):
     baselines: dict[str, float] = Field(default_factory=dict)
     # the informed agent's calls in hidden mode (envs.difficulty): its utility is baselines["informed"]
     informed_actions: list[Action] = Field(default_factory=list)
+    # the naive prober's calls in hidden mode: its utility is baselines["naive_prober"]
+    naive_actions: list[Action] = Field(default_factory=list)
 
 
 Tier = Literal["easy", "medium", "hard", "frontier"]  # schemas.tiers.TIERS
@@ -168,6 +170,8 @@ class Difficulty(BaseModel):
     facts_fit: float = Field(ge=0, le=1)  # the share of the probe calls that fit beside the optimal plan
     informed_score: float  # the informed agent's score: the ceiling a hidden-mode agent reaches in the budget
     heuristic_score: float  # the best heuristic agent's score
+    naive_score: float | None = None  # the naive prober's score: verifies figures in listing order
+    skill_gap: float | None = None  # informed_score - naive_score: what choosing which figures to verify is worth
 
 
 class EnvSpec(BaseModel):

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import math
 
+from typing import TYPE_CHECKING
+
 from mechanisms.base import Mechanism, Outcome
-from schemas.envspec import Action, Difficulty, EnvSpec, Reference, Rendering
+from schemas.envspec import EnvSpec, Reference, Rendering
+
+if TYPE_CHECKING:
+    from envs.difficulty import Measured
 
 
 def turn_budget(mechanism: Mechanism, params, outcome: Outcome, probe_share: float = 1.0) -> int:
@@ -14,8 +19,7 @@ def turn_budget(mechanism: Mechanism, params, outcome: Outcome, probe_share: flo
     return plan + math.ceil(probe_share * mechanism.probe_allowance(params) - 1e-9) + mechanism.turn_slack
 
 
-def reference(outcome: Outcome, informed: list[Action] | None = None,
-              measured: dict[str, float] | None = None) -> Reference:
+def reference(outcome: Outcome, measured: Measured | None = None) -> Reference:
     return Reference(
         u_star=outcome.solution.u_star,
         u0=outcome.u0,
@@ -24,20 +28,20 @@ def reference(outcome: Outcome, informed: list[Action] | None = None,
         default_actions=outcome.default_actions,
         solver=outcome.solution.solver,
         solver_facts=outcome.solution.facts,
-        baselines={**outcome.baselines, **(measured or {})},
-        informed_actions=informed or [],
+        baselines={**outcome.baselines, **(measured.utilities if measured else {})},
+        informed_actions=measured.informed_actions if measured else [],
+        naive_actions=measured.naive_actions if measured else [],
     )
 
 
 def build_spec(mechanism: Mechanism, params, outcome: Outcome, rendering: Rendering, *, split: str, size: int,
                horizon: int, seed: list[int], setter: str, model: str | None, budget: int,
-               difficulty: Difficulty | None = None, informed: list[Action] | None = None,
-               measured: dict[str, float] | None = None) -> EnvSpec:
+               measured: Measured | None = None) -> EnvSpec:
     return EnvSpec(
         family=mechanism.id,
         version=mechanism.version,
         params=params.model_dump(mode="json"),
-        reference=reference(outcome, informed, measured),
+        reference=reference(outcome, measured),
         split=split,
         size=size,
         horizon=horizon,
@@ -46,5 +50,5 @@ def build_spec(mechanism: Mechanism, params, outcome: Outcome, rendering: Render
         setter=setter,
         model=model,
         rendering=rendering,
-        difficulty=difficulty,
+        difficulty=measured.difficulty if measured else None,
     )

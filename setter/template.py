@@ -59,6 +59,11 @@ def entities(family: str, words: dict[str, str]) -> list[Entity]:
     ]
 
 
+def _with_arguments(tool: ToolSpec) -> str:
+    """A step tool as the written prompt names it: its name and its arguments' names ("ship_order(crate, units)")."""
+    return f"{tool.name}({', '.join(tool.parameters.get('properties', {}))})"
+
+
 def compose_instructions(mechanism: Mechanism, params, passage: Passage, intro: str, goal: str,
                          tools: list[ToolSpec], turn_budget: int) -> tuple[dict[str, str], str]:
     """Instructions per mode and the written prompt; the instance facts come from the mechanism only."""
@@ -67,7 +72,7 @@ def compose_instructions(mechanism: Mechanism, params, passage: Passage, intro: 
               f"The {sticker} is posted for convenience and is not guaranteed to be right.")
     facts = mechanism.facts(params, passage.vocab)
     everything, rules = stated(facts), rules_text(facts)
-    plan_names = ", ".join(t.name for t in tools if t.kind in ("decision", "clock"))
+    plan_names = "; ".join(_with_arguments(t) for t in tools if t.kind in ("decision", "clock"))
     instructions = {
         "revealed": f"{intro}\n\nGoal: {goal}\n\nThe facts: {everything}\n\nAct only through the tools. {budget}",
         "hidden": f"{intro}\n\nGoal: {goal}\n\nThe rules: {rules}\n\nThe figures are not given to you: find "
@@ -75,7 +80,7 @@ def compose_instructions(mechanism: Mechanism, params, passage: Passage, intro: 
         "written": f"{intro}\n\nGoal: {goal}\n\nThe facts: {everything}",
     }
     written_prompt = (f"{instructions['written']}\n\nAnswer with your whole plan through {SUBMIT_PLAN}: an "
-                      f"ordered list of steps, each one of these tools with its arguments: {plan_names}. "
+                      f"ordered list of steps, each a tool and its arguments by name: {plan_names}. "
                       "A calculator is available.")
     return instructions, written_prompt
 

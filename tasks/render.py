@@ -56,11 +56,10 @@ def render_candidate(shard: ShardSpec, solved: Solved, attempt: int = 1, feedbac
         return Candidate(solved, attempt, None, [], f"budget: {spent}", time.perf_counter() - started,
                          budget_exhausted=True)
     with remembered_solutions(), parsed_once():  # the informed agent solves its belief where the belief is judged
-        difficulty, informed, measured = measure(mechanism, params, solved.outcome, budget, share, shard.difficulty)
+        measured = measure(mechanism, params, solved.outcome, budget, share, shard.difficulty)
     spec = build_spec(mechanism, params, solved.outcome, rendering, split=shard.split, size=solved.instance.size,
                       horizon=solved.instance.horizon, seed=solved.instance.seed, setter=shard.setter,
-                      model=shard.model, budget=budget, difficulty=difficulty, informed=informed,
-                      measured=measured)
+                      model=shard.model, budget=budget, measured=measured)
     return Candidate(solved, attempt, spec, calls, None, time.perf_counter() - started)
 
 

@@ -51,7 +51,7 @@ def test_a_probe_that_does_not_reveal_what_the_fact_states_is_refused(spec):
     facts = _replace(_facts(spec), "values", numbers=(*values.numbers, 123456.25))
     with pytest.raises(Incomplete, match="states 123456, which no call of 'probe_value' reveals"):
         check_facts(spec, facts)
-    facts = _replace(_facts(spec), "values", probe="read_rating")  # the sticker tool shows ratings, not values
+    facts = _replace(_facts(spec), "values", probe="read_ratings")  # the sticker tool shows ratings, not values
     with pytest.raises(Incomplete, match="which no call of 'read_rating' reveals"):
         check_facts(spec, facts)
 

@@ -62,7 +62,7 @@ def test_an_internal_identifier_in_an_observation_is_refused(spec):
 
 
 def test_a_decoy_that_does_not_say_what_it_estimates_is_refused(spec):
-    broken = _with_description(spec, "read_rating", "Read the shelf life of one thing. Each call spends one turn.")
+    broken = _with_description(spec, "read_ratings", "Read the shelf life of one thing. Each call spends one turn.")
     _refused(broken, "does not say that it estimates value in")
 
 

@@ -45,11 +45,11 @@ def test_different_passages_render_visibly_different_environments(family):
     assert len(names_a ^ names_b) >= 5, "most tool names should come from the passage's vocabulary"
     assert [t.operation for t in a.tools] == [t.operation for t in b.tools]  # the binding is the mechanism's
     assert first.vocab["place"] in a.instructions["revealed"]
-    difficulty, informed, measured = measure(m, params, outcome, budget)
+    measured = measure(m, params, outcome, budget)
     for rendering in (a, b):
         spec = build_spec(m, params, outcome, rendering, split="train", size=m.default_size,
                           horizon=m.default_horizon, seed=[8, 0], setter="template", model=None, budget=budget,
-                          difficulty=difficulty, informed=informed, measured=measured)
+                          measured=measured)
         verdict = admit(spec)
         assert verdict.admitted or verdict.check in ("C2", "ceiling"), verdict.reason
 
