@@ -1,13 +1,15 @@
-"""Difficulty per family and tier: what the heuristic agents and the informed agent score, how much of the
-information fits the budget, and how many sampled instances are admitted at the tier asked for.
+"""Difficulty per family and tier: what the informed agent, the naive prober and the heuristic agents score, the
+skill gap (informed - naive prober), how much of the information fits the budget, and how many sampled instances
+are admitted at the tier asked for.
 
     .venv/bin/python benchmarks/difficulty.py [--families all] [--tiers easy,medium,hard,frontier] [--count 30]
                                               [--processes 2] [--date 2026-12-03]
 
 For each family and tier it samples instances from the tier's cells (as `vhd generate --difficulty TIER` does),
 renders them with the template setter and runs admission, until `--count` are admitted or 4 x count were drawn.
-Scores are means over the admitted environments (`heuristic:NAME` per heuristic agent); `yield` is admitted / drawn;
-`refused` names the commonest reason.
+Scores are means over the admitted environments, against the reachable reference (u*, or the optimal online policy
+of a sequential family; `heuristic:NAME` per heuristic agent); `yield` is admitted / drawn; `refused` names the
+commonest reason. Every player acts through the hidden mode's tools and knows only what its calls showed.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ DRAWS_PER_ADMITTED = 4
 def measure_tier(family: str, tier: str, count: int, date: str) -> dict:
     import mechanisms
     from envs.admission import admit
-    from envs.difficulty import INFORMED
+    from envs.difficulty import INFORMED, NAIVE_PROBER, reachable_u
     from envs.scoring import score
     from mechanisms.base import ONLINE_BASELINE
     from schemas.shard import ShardSpec
@@ -47,7 +49,7 @@ def measure_tier(family: str, tier: str, count: int, date: str) -> dict:
         index += 1
         drawn += 1
         try:
-            [solved] = sample_and_solve(shard)
+            solved = sample_and_solve(shard, n=1)[0]  # the first round over-samples: one instance per draw here
             candidate = render_candidate(shard, solved)
         except Exception as error:  # noqa: BLE001 - a benchmark reports failures, it does not stop on them
             reasons[f"error: {type(error).__name__}"] += 1
@@ -61,8 +63,8 @@ def measure_tier(family: str, tier: str, count: int, date: str) -> dict:
         admitted.append(spec)
         ref = spec.reference
         for name, u in ref.baselines.items():
-            if name not in (INFORMED, ONLINE_BASELINE):
-                heuristics[name].append(score(u, ref.u0, ref.u_star))
+            if name not in (INFORMED, NAIVE_PROBER, ONLINE_BASELINE):
+                heuristics[name].append(score(u, ref.u0, reachable_u(ref)))
     n = len(admitted)
 
     def mean(values: list[float]) -> float | None:
@@ -71,6 +73,8 @@ def measure_tier(family: str, tier: str, count: int, date: str) -> dict:
     return {
         "family": family, "tier": tier, "admitted": n, "drawn": drawn, "yield": round(n / drawn, 2) if drawn else 0,
         "informed": mean([s.difficulty.informed_score for s in admitted]),
+        "naive": mean([s.difficulty.naive_score for s in admitted]),
+        "skill_gap": mean([s.difficulty.skill_gap for s in admitted]),
         "facts_fit": mean([s.difficulty.facts_fit for s in admitted]),
         "best_heuristic": mean([s.difficulty.heuristic_score for s in admitted]),
         **{f"heuristic:{name}": mean(values) for name, values in sorted(heuristics.items())},
@@ -94,13 +98,13 @@ def main() -> None:
     with ProcessPoolExecutor(max_workers=max(1, args.processes)) as pool:
         rows = list(pool.map(measure_tier, *zip(*jobs, strict=True), [args.count] * len(jobs),
                              [args.date] * len(jobs)))
-    print(f"{'family':<20} {'tier':<9} {'admitted':>8} {'yield':>6} {'informed':>8} {'facts_fit':>9} "
-          f"{'best_heur':>9}  heuristics / commonest refusal")
+    print(f"{'family':<20} {'tier':<9} {'admitted':>8} {'yield':>6} {'informed':>8} {'naive':>6} {'gap':>6} "
+          f"{'best_heur':>9} {'facts_fit':>9}  heuristics / commonest refusal")
     for row in rows:
         heur = ", ".join(f"{k.split(':', 1)[1]} {v}" for k, v in row.items() if k.startswith("heuristic:"))
         print(f"{row['family']:<20} {row['tier']:<9} {row['admitted']:>4}/{row['drawn']:<3} {row['yield']:>6} "
-              f"{row['informed']!s:>8} {row['facts_fit']!s:>9} {row['best_heuristic']!s:>9}  {heur}"
-              + (f" | {row['refused']}" if row["refused"] else ""))
+              f"{row['informed']!s:>8} {row['naive']!s:>6} {row['skill_gap']!s:>6} {row['best_heuristic']!s:>9} "
+              f"{row['facts_fit']!s:>9}  {heur}" + (f" | {row['refused']}" if row["refused"] else ""))
 
 
 if __name__ == "__main__":

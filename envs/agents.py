@@ -14,7 +14,7 @@ from schemas.envspec import Action
 ToolCall = tuple[str, dict[str, Any]]
 
 
-def _tool_call(env: Environment, action: Action) -> ToolCall:
+def tool_call(env: Environment, action: Action) -> ToolCall:
     """Translate a mechanism action into the rendered tool bound to it."""
     tool = env.tool_for(action.op)
     reverse = {op_arg: tool_arg for tool_arg, op_arg in tool.argument_map.items()}
@@ -23,7 +23,7 @@ def _tool_call(env: Environment, action: Action) -> ToolCall:
 
 def _script(env: Environment, actions: list[Action]) -> Iterator[ToolCall]:
     if env.mode == "written":
-        steps = [_tool_call(env, a) for a in _accepted_decisions(env, actions)]
+        steps = [tool_call(env, a) for a in _accepted_decisions(env, actions)]
         yield SUBMIT_PLAN, {"steps": [{"tool": name, "arguments": args} for name, args in steps]}
         return
     yield from _translated(env, actions)
@@ -52,7 +52,7 @@ def _translated(env: Environment, actions: list[Action]) -> list[ToolCall]:
     cache = env.__dict__.setdefault("_translated_scripts", {})
     key = id(actions)
     if key not in cache:
-        cache[key] = (actions, [_tool_call(env, action) for action in actions])  # holding `actions` keeps the id
+        cache[key] = (actions, [tool_call(env, action) for action in actions])  # holding `actions` keeps the id
     return cache[key][1]
 
 

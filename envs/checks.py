@@ -27,12 +27,13 @@ from typing import Any, Protocol, get_args
 import numpy as np
 
 import mechanisms
-from envs.agents import play, random_agent, random_arguments
+from envs.agents import play, tool_call, random_agent, random_arguments
 from envs.completeness import Incomplete, bound_observations, check_completeness, observed_numbers
 from envs.difficulty import INFORMED, MIN_INFORMED_SCORE, NAIVE_PROBER, measure
 from envs.environment import ENDING_KEY, Environment
 from envs.lint import LintError, lint
 from mechanisms.base import ActionError, Mechanism, ParamsError, parsed_once, remembered_solutions
+from mechanisms.players import run_policy
 from schemas.envspec import MODES, RUNTIME_OPERATION_NAMES, Action, EnvSpec, ToolKind
 from setter.phrasebook import family_phrases
 from setter.spec import build_spec, turn_budget
@@ -631,6 +632,37 @@ def _frontier_budget(m: Mechanism, independent: IndependentReference | None) -> 
                   f"{spec.difficulty.facts_fit}"
     if admitted < 2:
         yield f"only {admitted} of 8 frontier instances admitted; at least 2 must be"
+
+
+@family_check("players")
+def _players(m: Mechanism, independent: IndependentReference | None) -> Iterator[str]:
+    """Every scripted player knows only what an agent could know: the public view shows no hidden figure, and in
+    every tier each baseline's calls (the default, the informed agent, the naive prober, every heuristic), replayed
+    through the hidden mode's tools, reach the utility it was recorded with (or played to at a seat)."""
+    for tier in m.tiers():
+        spec = sample_spec(m.id, 0, tier=tier)
+        params = m.params_from_data(spec.params)
+        public = {round(float(x), 6) for x in m.public_numbers(params)} | {float(spec.turn_budget)}
+        secret = {round(float(x), 6) for x in m.secret_numbers(params)} - public
+        shown = sorted(observed_numbers(m.public_view(params)) & secret)
+        if shown:
+            yield f"{tier}: public_view shows the hidden figure(s) {shown[:3]}: it may hold only public structure"
+        ref = spec.reference
+        recorded = {"default": (ref.default_actions, ref.u0),
+                    INFORMED: (ref.informed_actions, ref.baselines.get(INFORMED)),
+                    NAIVE_PROBER: (ref.naive_actions, ref.baselines.get(NAIVE_PROBER))}
+        for name, policy in m.heuristic_policies().items():
+            recorded[name] = run_policy(m, params, policy, spec.turn_budget)
+        for name, (calls, u) in recorded.items():
+            env = Environment(spec, "hidden")
+            for action in calls:
+                if env.done:
+                    break
+                tool, args = tool_call(env, action)
+                env.step(tool, args)
+            if u is None or not _close(env.utility(), u):
+                yield f"{tier}: the {name} player's calls replay through the hidden tools to {env.utility():.6g}, " \
+                      f"it was recorded with {u}"
 
 
 @family_check("grid")

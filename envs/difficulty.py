@@ -30,7 +30,7 @@ from envs.scoring import score
 from mechanisms import players
 from mechanisms.base import ONLINE_BASELINE, Mechanism, Outcome
 from mechanisms.players import decisions, run_policy
-from schemas.envspec import Action, Difficulty
+from schemas.envspec import Action, Difficulty, Reference
 
 INFORMED, NAIVE_PROBER = "informed", "naive_prober"
 FRONTIER_HEURISTIC, HARD_HEURISTIC, EASY_HEURISTIC = 0.5, 0.75, 0.9
@@ -44,6 +44,11 @@ MIN_INFORMED_SCORE = 0.05
 def reachable(outcome: Outcome) -> float:
     """The reference a hidden-mode agent can reach: the optimal online policy where u* is a hindsight ceiling."""
     return outcome.baselines.get(ONLINE_BASELINE, outcome.solution.u_star)
+
+
+def reachable_u(reference: Reference) -> float:
+    """`reachable` of a landed environment's reference."""
+    return reference.baselines.get(ONLINE_BASELINE, reference.u_star)
 
 
 def facts_fit(mechanism: Mechanism, params, outcome: Outcome, budget: int) -> float:

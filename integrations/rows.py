@@ -44,6 +44,8 @@ def difficulty_columns(spec: EnvSpec) -> dict[str, Any]:
             "u_star": ref.u_star, "u_idle": ref.u_idle, "baselines_json": json.dumps(ref.baselines, sort_keys=True),
             "informed_score": difficulty.informed_score if difficulty else None,
             "heuristic_score": difficulty.heuristic_score if difficulty else None,
+            "naive_score": difficulty.naive_score if difficulty else None,
+            "skill_gap": difficulty.skill_gap if difficulty else None,
             "facts_fit": difficulty.facts_fit if difficulty else None}
 
 
@@ -88,7 +90,7 @@ def _table(rows: list[dict[str, Any]]):
 
     table = pyarrow.Table.from_pylist(rows)
     typed = {"tier": pyarrow.string(), "informed_score": pyarrow.float64(), "heuristic_score": pyarrow.float64(),
-             "facts_fit": pyarrow.float64()}
+             "naive_score": pyarrow.float64(), "skill_gap": pyarrow.float64(), "facts_fit": pyarrow.float64()}
     for name, kind in typed.items():
         if name in table.column_names and pyarrow.types.is_null(table.schema.field(name).type):
             table = table.set_column(table.column_names.index(name), name, table.column(name).cast(kind))

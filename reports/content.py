@@ -147,10 +147,11 @@ def section_charts(c: Collected, narrative: dict) -> dict[str, list[dict]]:
                    "environments per family and measured tier", "difficulty_tiers"),
             _chart("difficulty-baselines", charts.grouped_bars(_per_family_tier(c.rows("difficulty_tiers")),
                                                                "family_tier", ["mean_informed_score",
+                                                                               "mean_naive_score",
                                                                                "mean_heuristic_score"],
-                                                               "informed and best heuristic score"),
-                   "the informed agent's mean score (the reachable ceiling) and the best heuristic's, per family and "
-                   "tier", "difficulty_tiers"),
+                                                               "informed, naive prober and best heuristic score"),
+                   "the informed agent's mean score (the reachable ceiling), the naive prober's (their difference is "
+                   "the skill gap) and the best heuristic's, per family and tier", "difficulty_tiers"),
         ],
     }
     return out

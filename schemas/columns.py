@@ -45,6 +45,8 @@ ENVIRONMENTS = _schema(
     ("difficulty", STRING, NULLABLE),  # easy | medium | hard | frontier (envs.difficulty); null before it existed
     ("informed_score", FLOAT64, NULLABLE),  # the informed agent's score: hidden mode's reachable ceiling
     ("heuristic_score", FLOAT64, NULLABLE),  # the best heuristic agent's score
+    ("naive_score", FLOAT64, NULLABLE),  # the naive prober's score: verifies figures in listing order
+    ("skill_gap", FLOAT64, NULLABLE),  # informed_score - naive_score: what choosing which figures to verify is worth
     ("facts_fit", FLOAT64, NULLABLE),  # the share of the probe calls that fit in the budget beside the plan
     ("attempts", INT64),
     ("llm_cost_usd", FLOAT64, NULLABLE),

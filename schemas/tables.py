@@ -46,6 +46,8 @@ class EnvironmentsModel(pa.DataFrameModel):
     difficulty: Series[str] = pa.Field(nullable=True, isin=["easy", "medium", "hard", "frontier"])
     informed_score: Series[float] = pa.Field(nullable=True, ge=0, le=1)
     heuristic_score: Series[float] = pa.Field(nullable=True, ge=0, le=1)
+    naive_score: Series[float] = pa.Field(nullable=True, ge=0, le=1)
+    skill_gap: Series[float] = pa.Field(nullable=True, ge=-1, le=1)
     facts_fit: Series[float] = pa.Field(nullable=True, ge=0, le=1)
     attempts: Series[int] = pa.Field(ge=1)
     llm_cost_usd: Series[float] = pa.Field(nullable=True, ge=0)  # null = unknown, never 0

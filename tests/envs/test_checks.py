@@ -118,7 +118,7 @@ def test_the_checker_asks_for_registration_a_reference_and_known_checks():
 
 
 class CrashingHeuristics(Knapsack):
-    def heuristic_actions(self, params: KnapsackParams):
+    def heuristic_policies(self):
         raise ZeroDivisionError("a bug")
 
 
@@ -142,3 +142,74 @@ def test_the_two_checks_once_both_called_c1_have_their_own_names():
     verdict = check_environment(broken)
     assert verdict.check == EXECUTES and verdict.reason.startswith("executes: ")
 
+
+
+class PeeksThroughThePublicView(Knapsack):
+    """A belief that reads values it never observed: the only way in is the public view, which now carries them."""
+
+    def public_view(self, params: KnapsackParams):
+        return {**Knapsack.public_view(self, params), "values": list(params.values)}
+
+    def believed(self, known):
+        belief = Knapsack.believed(self, known)
+        return belief.model_copy(update={"values": list(known.public["values"])})
+
+
+def test_a_belief_that_reads_a_parameter_it_did_not_observe_fails_conformance(monkeypatch):
+    family = _registered(monkeypatch, PeeksThroughThePublicView())
+    assert any("public_view shows the hidden figure(s)" in p for p in _problems(family, "players"))
+
+
+class BelievesTheParameters(Knapsack):
+    def believed(self, params, probed=()):  # the old signature: the truth handed in
+        return params
+
+
+def test_a_belief_built_from_the_parameters_fails_conformance(monkeypatch):
+    family = _registered(monkeypatch, BelievesTheParameters())
+    assert any("knapsack.believed takes ['params', 'probed']" in p for p in _problems(family, "declarations"))
+
+
+class RecordsAnotherDefault(Knapsack):
+    """A default whose recorded calls do not reach what it claims through the tools."""
+
+    def heuristic_policies(self):
+        policies = dict(Knapsack.heuristic_policies(self))
+        greedy = policies["greedy_value"]
+
+        def claims_more(seat):
+            greedy(seat)
+            seat.calls.append(seat.calls[0])  # a call that was never made at the seat: the replay differs
+            seat.calls[:] = seat.calls[:1]
+
+        policies["greedy_value"] = claims_more
+        return policies
+
+
+def test_a_player_whose_calls_do_not_replay_to_its_utility_fails_conformance(monkeypatch):
+    family = _registered(monkeypatch, RecordsAnotherDefault())
+    assert any("greedy_value player's calls replay" in p for p in _problems(family, "players"))
+
+
+def test_a_decision_observation_carrying_a_hidden_figure_is_refused(monkeypatch):
+    class SelectShowsValue(Knapsack):
+        @decision
+        def select_item(self, p: KnapsackParams, state: State, item: Item) -> Observation:
+            """add one item to the selection"""
+            shown = Knapsack.select_item(self, p, state, item)
+            return {**shown, "value": p.values[item - 1]}  # the true value, before any probe
+
+    spec = make_spec("knapsack", 0)
+    assert check_environment(spec).admitted
+    _registered(monkeypatch, SelectShowsValue())
+    verdict = check_environment(spec)
+    assert verdict.check == "decision_leak" and "shows the hidden figure(s)" in verdict.reason
+
+
+def test_an_ending_without_its_outcome_is_refused(monkeypatch):
+    from envs import environment
+
+    spec = make_spec("knapsack", 0)
+    monkeypatch.setattr(environment, "ENDING_KEY", "nothing")  # the runtime forgets to show the outcome
+    verdict = check_environment(spec)
+    assert verdict.check == "ending" and "does not state the outcome" in verdict.reason

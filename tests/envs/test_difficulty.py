@@ -9,7 +9,7 @@ import pytest
 import mechanisms
 from envs import Environment, play
 from envs.admission import admit
-from envs.difficulty import MIN_INFORMED_SCORE, informed_actions, tier_of
+from envs.difficulty import MIN_INFORMED_SCORE, MIN_SKILL_GAP, tier_of
 from envs.scoring import score
 from setter.spec import turn_budget
 from tests.cli.test_cli import vhd
@@ -18,17 +18,19 @@ from tests.support import make_spec
 DECLARING = [m.id for m in mechanisms.families()]
 
 
-@pytest.mark.parametrize(("heuristic", "informed", "fit", "tier"), [
-    (0.95, 1.0, 1.0, "easy"),
-    (0.85, 1.0, 1.0, "medium"),
-    (0.95, 0.9, 0.6, "medium"),
-    (0.45, 1.0, 1.0, "hard"),
-    (0.7, 0.6, 0.5, "hard"),
-    (0.45, 0.6, 0.5, "frontier"),
-    (0.45, 0.1, 0.5, "hard"),  # the informed agent is not well above the default: not frontier
+@pytest.mark.parametrize(("heuristic", "informed", "fit", "gap", "tier"), [
+    (0.95, 1.0, 1.0, 0.0, "easy"),
+    (0.85, 1.0, 1.0, 0.0, "medium"),
+    (0.95, 0.9, 0.6, 0.3, "medium"),
+    (0.45, 1.0, 1.0, 0.3, "hard"),
+    (0.7, 0.6, 0.5, 0.3, "hard"),
+    (0.45, 0.6, 0.5, 0.3, "frontier"),
+    (0.45, 0.1, 0.5, 0.3, "hard"),  # the informed agent is not well above the default: not frontier
+    (0.45, 0.6, 0.5, 0.05, "medium"),  # verifying in listing order does as well: choosing does not matter
+    (0.45, 1.0, 1.0, 0.0, "medium"),
 ])
-def test_tiers_are_calibrated_from_the_measures(heuristic, informed, fit, tier):
-    assert tier_of(heuristic, informed, fit) == tier
+def test_tiers_are_calibrated_from_the_measures(heuristic, informed, fit, gap, tier):
+    assert tier_of(heuristic, informed, fit, gap) == tier
 
 
 def test_a_smaller_probe_share_gives_a_smaller_budget():
@@ -50,7 +52,7 @@ def test_the_informed_agent_reaches_one_whenever_full_information_fits(family):
             continue
         checked += 1
         params = m.params_from_data(spec.params)
-        u, _, _ = m.play(params, informed_actions(m, params, spec.turn_budget), spec.turn_budget)
+        u, _, _ = m.play(params, spec.reference.informed_actions, spec.turn_budget)
         assert score(u, spec.reference.u0, spec.reference.u_star) == pytest.approx(1.0)
         assert spec.difficulty.informed_score == pytest.approx(1.0)
     assert checked >= 3, "the default cells should fit full information on most instances"
@@ -68,8 +70,10 @@ def test_the_informed_agent_beats_the_default_on_every_admitted_tight_budget_ins
             admitted += 1
             result = play(Environment(spec, "hidden"), "informed")  # through the tools, within the budget
             assert result.turns <= spec.turn_budget
-            assert result.score >= MIN_INFORMED_SCORE and result.u > spec.reference.u0
-            assert result.score == pytest.approx(spec.difficulty.informed_score, abs=1e-6)
+            assert result.u > spec.reference.u0 and spec.difficulty.informed_score >= MIN_INFORMED_SCORE
+            assert spec.difficulty.skill_gap >= MIN_SKILL_GAP  # choosing what to verify matters at hard and frontier
+            naive = play(Environment(spec, "hidden"), "naive")
+            assert naive.u == pytest.approx(spec.reference.baselines["naive_prober"])
     assert admitted >= 2, f"{family}: too few admitted at hard/frontier to check"
 
 
@@ -77,7 +81,7 @@ def test_the_informed_agent_beats_the_default_on_every_admitted_tight_budget_ins
 def test_heuristics_are_recorded_and_never_beat_the_reference(family):
     spec = make_spec(family, 3)
     ref = spec.reference
-    names = set(mechanisms.get(family).heuristic_actions(mechanisms.get(family).params_from_data(spec.params)))
+    names = set(mechanisms.get(family).heuristic_policies())
     assert names and names <= set(ref.baselines)
     for name in names:
         assert ref.baselines[name] <= ref.u_star + 1e-6 * max(1.0, abs(ref.u_star))
@@ -99,7 +103,8 @@ def test_generate_with_a_difficulty_lands_only_that_tier(prefect_server, tmp_pat
     warehouse = str(tmp_path / "wh")
     vhd("generate", "--count", "6", "--families", "knapsack", "--difficulty", "frontier", "--date", "2026-05-02",
         "--warehouse", warehouse, "--no-progress", check=True)
-    out = vhd("query", "SELECT difficulty, informed_score, heuristic_score, facts_fit, size, spec_json "
+    out = vhd("query", "SELECT difficulty, informed_score, heuristic_score, naive_score, skill_gap, facts_fit, size, "
+              "spec_json "
               "FROM environments", "--format", "json", "--warehouse", warehouse, check=True)
     rows = json.loads(out.stdout)
     assert len(rows) == 6
@@ -107,6 +112,8 @@ def test_generate_with_a_difficulty_lands_only_that_tier(prefect_server, tmp_pat
     for row in rows:
         assert row["difficulty"] == "frontier" and row["size"] in cells
         assert row["facts_fit"] < 1 and row["heuristic_score"] <= 0.5 and row["informed_score"] >= 0.25
+        assert row["skill_gap"] >= MIN_SKILL_GAP
+        assert row["skill_gap"] == pytest.approx(row["informed_score"] - row["naive_score"], abs=1e-5)
         assert json.loads(row["spec_json"])["difficulty"]["requested"] == "frontier"
     bad = vhd("generate", "--count", "6", "--difficulty", "impossible", "--warehouse", warehouse)
     assert bad.returncode == 2 and "invalid choice: 'impossible'" in bad.stderr

@@ -114,3 +114,63 @@ def test_calculator_evaluates_arithmetic_and_refuses_code():
     for bad in ("__import__('os')", "open('x')", "2 ** 1000", "[1, 2]", ""):
         with pytest.raises(CalculatorError):
             evaluate(bad)
+
+
+@pytest.fixture(scope="module")
+def knapsack_spec():
+    return make_spec("knapsack", 0)
+
+
+def _outcome_names(spec):
+    names = spec.rendering.observation_names
+    return names.get("total value", "total value")
+
+
+def test_the_closing_call_shows_the_outcome(knapsack_spec):
+    env = Environment(knapsack_spec, "hidden")
+    select = env.tool_for("select_item")
+    (argument,) = select.parameters["properties"]
+    env.call(select.name, {argument: 1})
+    reply = json.loads(env.call(env.tool_for("submit").name, {}))
+    assert reply["outcome"]["episode over"] == "finished"
+    assert reply["outcome"][_outcome_names(knapsack_spec)] == pytest.approx(env.utility())
+
+
+def test_the_last_turn_of_the_budget_shows_the_outcome(knapsack_spec):
+    env = Environment(knapsack_spec, "hidden")
+    select, listing = env.tool_for("select_item"), env.tool_for("list_items")
+    (argument,) = select.parameters["properties"]
+    env.call(select.name, {argument: 2})
+    replies = [json.loads(env.call(listing.name, {})) for _ in range(knapsack_spec.turn_budget - 1)]
+    assert env.done and all("outcome" not in reply for reply in replies[:-1])
+    ending = replies[-1]["outcome"]
+    assert ending["episode over"] == "the turns ran out"
+    assert ending[_outcome_names(knapsack_spec)] == pytest.approx(env.utility()) and env.utility() > 0
+
+
+def test_a_written_plan_shows_its_outcome_and_names_every_steps_arguments(knapsack_spec):
+    env = Environment(knapsack_spec, "written")
+    select = env.tool_for("select_item")
+    (argument,) = select.parameters["properties"]
+    plan_tool = next(t for t in env.tools() if t["function"]["name"] == "submit_plan")["function"]
+    steps = plan_tool["parameters"]["properties"]["steps"]["items"]["anyOf"]
+    by_tool = {step["properties"]["tool"]["const"]: step["properties"]["arguments"] for step in steps}
+    assert by_tool[select.name]["properties"] == select.parameters["properties"]
+    assert by_tool[select.name]["additionalProperties"] is False
+    assert f"{select.name}({argument})" in knapsack_spec.rendering.written_prompt
+    assert f"{select.name}({argument})" in plan_tool["description"]
+    reply = json.loads(env.call("submit_plan", {"steps": [{"tool": select.name, "arguments": {argument: 1}}]}))
+    assert reply["accepted_steps"] == 1 and reply["outcome"]["episode over"] == "finished"
+    assert reply["outcome"][_outcome_names(knapsack_spec)] == pytest.approx(env.utility())
+
+
+def test_a_plan_step_with_a_wrong_argument_name_is_refused_before_any_step_runs(knapsack_spec):
+    env = Environment(knapsack_spec, "written")
+    select = env.tool_for("select_item")
+    (argument,) = select.parameters["properties"]
+    before = copy.deepcopy(env.state)
+    plan = {"steps": [{"tool": select.name, "arguments": {argument: 1}},
+                      {"tool": select.name, "arguments": {"item_number_guess": 2}}]}
+    reply = json.loads(env.call("submit_plan", plan))
+    assert "step 2" in reply["error"] and "'item_number_guess'" in reply["error"] and argument in reply["error"]
+    assert env.state == before and not env.done

@@ -103,7 +103,7 @@ def test_default_is_below_optimum_and_inside_the_band():
         o = M.outcome(p)
         u_star = o.solution.u_star
         assert o.u_idle == 0.0 and u_star > o.u_idle
-        assert all(a.op in ("read_rating", "select_item", "submit") for a in o.default_actions)
+        assert all(a.op in ("read_ratings", "select_item", "submit") for a in o.default_actions)
         g = (o.u0 - o.u_idle) / (u_star - o.u_idle)
         inside += low <= g <= high and u_star - o.u0 > 1e-6 * max(1.0, abs(u_star))
     assert inside >= 90
@@ -126,7 +126,7 @@ def test_invalid_actions_raise_and_leave_the_state_unchanged():
            Action(op="select_item", args={"item": 1.5}), Action(op="select_item", args={"item": True}),
            Action(op="probe_value", args={"item": None}),
            Action(op="probe_value", args={"item": float("nan")}),
-           Action(op="select_item", args={"item": float("inf")}), Action(op="read_rating", args={"item": -3}),
+           Action(op="select_item", args={"item": float("inf")}), Action(op="probe_weights", args={"item": -3}),
            Action(op="select_item", args={"item": chosen[0]}), Action(op="drop_item", args={"item": outside})]
     for state in (M.initial_state(p), full):
         for action in bad:
@@ -223,3 +223,24 @@ def test_the_enumeration_matches_highs_milp_on_larger_instances(size, dims):
         result = milp(-values, constraints=LinearConstraint(weights, -np.inf, np.asarray(p.capacities)),
                       integrality=np.ones(p.items), bounds=Bounds(0, 1), options={"mip_rel_gap": 0.0})
         assert M.solve(p).u_star == pytest.approx(-result.fun, abs=1e-6)
+
+
+def test_the_default_and_the_belief_see_the_posted_ratings_not_the_truth():
+    p = _sample(4)
+    other = p.model_copy(update={"values": [v + 7.0 for v in p.values],
+                                 "weights": [[w + 1.0 for w in row] for row in p.weights]})
+    ordered = [a for a in M.default_actions(p) if a.op == "select_item"]
+    assert ordered == [a for a in M.default_actions(other) if a.op == "select_item"]  # only the sheet decides
+    from mechanisms.players import Seat
+
+    seats = [Seat(M, q) for q in (p, other)]
+    for seat in seats:
+        seat.call("read_ratings")
+    assert M.believed(seats[0].known) == M.believed(seats[1].known)
+    assert M.believed(seats[0].known).values == list(p.sticker_values)
+
+
+def test_the_posted_ratings_are_one_call():
+    p = _sample(5)
+    shown = M.apply(p, M.initial_state(p), Action(op="read_ratings"))
+    assert shown == {"ratings": {f"item {j + 1}": p.sticker_values[j] for j in range(p.items)}}
