@@ -204,3 +204,11 @@ def test_eval_prints_a_where_condition_exactly(prefect_server, warehouse):
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert "no environment matched --where \"title = '[/x] nothing'\"" in result.stdout
+
+
+def test_an_environment_landed_before_its_family_changed_refuses_to_play_with_one_line(tmp_path):
+    spec = make_spec("knapsack", 0)
+    old = spec.model_copy(update={"version": mechanisms.get("knapsack").version - 1})
+    url = land_specs(str(tmp_path / "wh"), [old])
+    result = vhd("play", old.env_id, "--agent", "oracle", "--warehouse", url)
+    assert_one_line_error(result, f"generated for version {old.version}", "generate it again")

@@ -47,6 +47,8 @@ def environments_frame(
             "difficulty": "medium",
             "informed_score": 1.0,
             "heuristic_score": 0.8,
+            "naive_score": 0.5,
+            "skill_gap": 0.5,
             "facts_fit": 1.0,
             "attempts": 1,
             "llm_cost_usd": [None] * n,
