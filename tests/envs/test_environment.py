@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+import mechanisms
 from envs import Environment, play
 from envs.calculator import CalculatorError, evaluate
 from envs.scoring import score
@@ -174,3 +175,18 @@ def test_a_plan_step_with_a_wrong_argument_name_is_refused_before_any_step_runs(
     reply = json.loads(env.call("submit_plan", plan))
     assert "step 2" in reply["error"] and "'item_number_guess'" in reply["error"] and argument in reply["error"]
     assert env.state == before and not env.done
+
+
+@pytest.mark.parametrize("family", [m.id for m in mechanisms.families()])
+def test_every_family_states_its_outcome_when_the_turns_run_out(family):
+    spec = make_spec(family, 1)
+    env = Environment(spec, "hidden")
+    info = next(t for t in spec.rendering.tools if t.kind == "info" and not t.parameters.get("required"))
+    replies = [json.loads(env.call(info.name, {})) for _ in range(spec.turn_budget)]
+    assert env.done and all("outcome" not in reply for reply in replies[:-1])
+    ending = replies[-1]["outcome"]
+    assert ending["episode over"] == "the turns ran out" and len(ending) >= 2
+    from envs.completeness import observed_numbers
+
+    stated = observed_numbers(ending)  # the objective value is stated (a cost as the cost: a utility of -12 as 12)
+    assert round(env.utility(), 6) in stated or round(-env.utility(), 6) in stated
