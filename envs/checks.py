@@ -281,25 +281,37 @@ def ending_problem(env: Environment, result) -> str | None:
 def decision_leaks(spec: EnvSpec, trajectories: list[list[dict[str, Any]]]) -> str | None:
     """A decision's observation that shows a hidden figure the agent had not seen (None when there is none): a
     decision states what the agent did; the outcome comes with the step that realises it (a clock call, or the
-    ending). Numbers the agent typed, public numbers and figures it saw earlier are not leaks."""
+    ending). A hidden figure is a parameter's number, or the result the decision changed (the utility as it now
+    stands, or its change: a trial plan's profit reveals margins by differencing). Numbers the agent typed, public
+    numbers and figures it saw earlier are not leaks. Each trajectory is replayed through the hidden tools to know
+    the result after every step."""
     mechanism = mechanisms.get(spec.family)
     params = mechanism.params_from_data(spec.params)
     public = {round(float(x), 6) for x in mechanism.public_numbers(params)} | {float(spec.turn_budget)}
     secret = {round(float(x), 6) for x in mechanism.secret_numbers(params)} - public
     kinds = {tool.name: tool.kind for tool in spec.rendering.tools}
     for trajectory in trajectories:
+        env = Environment(spec, "hidden")
         seen: set[float] = set()
+        before = env.utility()
         for step in trajectory:
+            env.step(step["tool"], step["arguments"])
+            after = env.utility()
             result = step["result"]
             if not isinstance(result, dict):
+                before = after
                 continue
             typed = observed_numbers(step["arguments"]) if isinstance(step["arguments"], (dict, list)) else set()
             shown_now = observed_numbers({k: v for k, v in result.items() if k != ENDING_KEY})
             if kinds.get(step["tool"]) == "decision" and "error" not in result:
-                leaked = sorted((shown_now & secret) - seen - typed)
+                hidden = set(secret)
+                if not _close(after, before):
+                    hidden |= {round(after, 6), round(after - before, 6)} - {0.0}
+                leaked = sorted((shown_now & hidden) - seen - typed - public)
                 if leaked:
                     return f"{step['tool']} shows the hidden figure(s) {leaked[:3]} before any call revealed them"
             seen |= shown_now | typed
+            before = after
     return None
 
 

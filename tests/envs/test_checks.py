@@ -213,3 +213,17 @@ def test_an_ending_without_its_outcome_is_refused(monkeypatch):
     monkeypatch.setattr(environment, "ENDING_KEY", "nothing")  # the runtime forgets to show the outcome
     verdict = check_environment(spec)
     assert verdict.check == "ending" and "does not state the outcome" in verdict.reason
+
+
+def test_a_decision_observation_carrying_its_outcome_is_refused(monkeypatch):
+    class SelectShowsRunningTotal(Knapsack):
+        @decision
+        def select_item(self, p: KnapsackParams, state: State, item: Item) -> Observation:
+            """add one item to the selection"""
+            shown = Knapsack.select_item(self, p, state, item)
+            return {**shown, "total value": self.utility(p, state)}  # a trial's result: values by differencing
+
+    spec = make_spec("knapsack", 0)
+    _registered(monkeypatch, SelectShowsRunningTotal())
+    verdict = check_environment(spec)
+    assert verdict.check == "decision_leak" and "shows the hidden figure(s)" in verdict.reason
