@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from envs.scoring import score
 from mechanisms import players
 from mechanisms.base import ONLINE_BASELINE, Mechanism, Outcome
-from mechanisms.players import decisions, run_policy
+from mechanisms.players import decisions, run_policy, sheet_calls
 from schemas.envspec import Action, Difficulty, Reference
 
 INFORMED, NAIVE_PROBER = "informed", "naive_prober"
@@ -52,12 +52,13 @@ def reachable_u(reference: Reference) -> float:
 
 
 def facts_fit(mechanism: Mechanism, params, outcome: Outcome, budget: int) -> float:
-    """The share of the probe calls that fit in the budget beside the optimal plan's decisions."""
+    """The share of the probe calls that fit in the budget beside the posted sheets' calls and the optimal plan's
+    decisions."""
     known = mechanism.knowledge(params)
     probes = len(mechanism.listing_order(known))
     if probes == 0:
         return 1.0
-    room = budget - len(decisions(known, outcome.solution.optimal_actions))
+    room = budget - len(sheet_calls(known)) - len(decisions(known, outcome.solution.optimal_actions))
     return min(1.0, max(0, room) / probes)
 
 
