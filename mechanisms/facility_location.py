@@ -13,16 +13,18 @@ Parameters (all can be given as data):
   positive); doing nothing therefore costs ``unserved_penalty * sum(demand)``
 - ``posted_open_cost`` and ``posted_service_cost``: the posted figures (decoys the default policy
   trusts: opening quotes under a log-normal error and straight-line rates that ignore each site's
-  access; when omitted from data they equal the true ones)
+  access; when omitted from data they equal the true ones). Each kind is posted on one sheet: one call
+  shows every site's quote, one every customer's rates.
 The knobs: ``size`` is the number of customers n (4..60), ``horizon`` the number of candidate sites
 m (2..16).
 Dynamics: open sites (several in one call) or close one, serve customers from an open site (several in one
 call; serving one that is served elsewhere moves it), unassign; closing a site leaves its customers unserved;
-``commit_plan`` or ``finish`` ends the episode and reports the total cost.
-Probes reveal groups: one site's opening cost, or one customer's service costs from every site. The probe
+``commit_plan`` or ``finish`` ends the episode. No decision shows a cost: the ending (the closing call, or the
+last turn of the budget) states the total cost and its parts (``ledger``).
+Probes verify groups: one site's opening cost, or one customer's service costs from every site. The probe
 allowance covers every group; the difficulty tiers grant a share of it (at the hard and frontier tiers full
-information does not fit). The informed agent's belief scales the posted rates by each site's road factor, read
-off the rows it has probed.
+information does not fit). The players believe only what their calls showed (``believed``): the informed agent
+scales the posted rates by each site's road factor, read off the rows it has verified.
 Solved exactly by enumerating all 2^m open subsets (a table of each customer's cheapest option over
 the subset, built one site at a time) and taking the cheapest; each customer then goes to its cheapest
 open site, or stays unserved when the penalty is cheaper. u* is the utility of the replayed plan.
@@ -42,6 +44,7 @@ from mechanisms.base import NEAR_OPTIMAL, ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, flat, non_negative, one_entry_each, positive, rows_of, stickers_default_to_truth
+from mechanisms.players import Knowledge, Policy, Seat
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -132,7 +135,7 @@ def _by_site(p: FacilityParams, rates: list[list[float]], customer: int) -> dict
 
 class FacilityLocation(Mechanism[FacilityParams]):
     id = "facility_location"
-    version = 2
+    version = 3
     group = "far_ood_probe"
     summary = "open candidate sites and assign customers to them at least total cost; exact subset enumeration"
     Params = FacilityParams
@@ -143,9 +146,9 @@ class FacilityLocation(Mechanism[FacilityParams]):
     difficulty_grid = [(6, 3), (10, 6), (15, 8), (20, 10), (30, 12)]
     difficulty_tiers = {
         "easy": Tier(((6, 3), (8, 3)), 1.0),
-        "medium": Tier(((14, 6), (16, 8), (20, 8)), 1.0),
-        "hard": Tier(((20, 10), (25, 12)), 0.5),
-        "frontier": Tier(((40, 10), (42, 11), (44, 10)), 0.2),
+        "medium": Tier(((25, 10), (20, 8), (30, 10)), 1.0),
+        "hard": Tier(((25, 12), (20, 10)), 0.25),
+        "frontier": Tier(((40, 10), (42, 11), (44, 10)), 0.15),
     }
     u0_band = (0.2, 0.97)
     turn_slack = 1  # tight probe budget: at the hard and frontier tiers probing every site and customer does not fit
@@ -200,30 +203,38 @@ class FacilityLocation(Mechanism[FacilityParams]):
         return Solution(u_star, actions, "exhaustive enumeration of open-site subsets, cheapest option per "
                         "customer", facts)
 
-    def default_actions(self, params: FacilityParams) -> list[Action]:
+    def default_policy(self, seat: Seat) -> None:
         """Greedy opening by the posted figures, then every customer to its nearest open site (posted rates).
 
-        Starting with nothing open, repeatedly open the site that lowers the posted total the most (posted
-        opening quotes plus every customer served at the posted rate of its nearest open site; with no
-        site open, the penalty), until no site lowers it; never probes. Bulk calls: one to open, one per
-        open site to serve its customers, one to commit.
+        Reads both posted sheets; starting with nothing open, repeatedly opens the site that lowers the posted total
+        the most (posted opening quotes plus every customer served at the posted rate of its nearest open site; with
+        no site open, the penalty), until no site lowers it; never verifies a figure. Bulk calls: one to open, one
+        per open site to serve its customers, one to commit.
         """
-        p = params
-        posted = np.asarray(p.posted_service_cost, dtype=float)
-        chosen = _greedy_open(np.asarray(p.posted_open_cost, dtype=float), posted, np.asarray(p.demand, dtype=float),
-                              p.unserved_penalty, serve_everyone=True)
-        assignment = _cheapest(chosen, posted, math.inf)
-        return plan_actions(chosen, assignment)
+        seat.call("read_posted_opening_costs")
+        seat.call("read_posted_rates")
+        quotes, rates = _sheets(seat.known)
+        demand = np.asarray(seat.known.public["demand"], dtype=float)
+        chosen = _greedy_open(quotes, rates, demand, seat.known.public["unserved_penalty"], serve_everyone=True)
+        seat.play(plan_actions(chosen, _cheapest(chosen, rates, math.inf)))
 
     def initial_state(self, params: FacilityParams) -> dict[str, Any]:
         return {"open": [], "assignment": [None] * params.customers, "committed": False, "finished": False}
 
-    def _ledger(self, p: FacilityParams, state: dict[str, Any]) -> dict[str, Any]:
-        """The plan's outcome as a ledger states it: what is open, who is served, and the total cost."""
-        served = sum(site is not None for site in state["assignment"])
-        unserved = [j + 1 for j, site in enumerate(state["assignment"]) if site is None]
+    def ledger(self, params: FacilityParams, state: dict[str, Any]) -> dict[str, Any]:
+        """The plan's outcome as a ledger states it: what is open, who is served, the total cost and its parts
+        (opening, service, penalties for the unserved)."""
+        p = params
+        assignment = state["assignment"]
+        served = sum(site is not None for site in assignment)
+        unserved = [j + 1 for j, site in enumerate(assignment) if site is None]
+        opening = float(sum(p.open_cost[i - 1] for i in state["open"]))
+        service = float(sum(p.demand[j] * p.service_cost[site - 1][j] for j, site in enumerate(assignment)
+                            if site is not None))
+        penalty = float(sum(p.demand[j - 1] for j in unserved)) * p.unserved_penalty
         return {"open_sites": list(state["open"]), "served_count": served, "unserved_list": unserved,
-                "total_cost": round(-self.utility(p, state), 6)}
+                "opening_total": round(opening, 6), "service_total": round(service, 6),
+                "penalty_total": round(penalty, 6), "total_cost": round(-self.utility(p, state), 6)}
 
     # --- operations -------------------------------------------------------------------------
     @probe
@@ -237,14 +248,16 @@ class FacilityLocation(Mechanism[FacilityParams]):
         return {"customer": customer, "cost_per_unit_from": _by_site(p, p.service_cost, customer)}
 
     @info(decoy=True, estimates="opening_cost")
-    def read_posted_opening_cost(self, p: FacilityParams, state: State, site: Site) -> Observation:
-        """the posted opening quote of one site"""
-        return {"site": site, "posted_opening_cost": p.posted_open_cost[site - 1]}
+    def read_posted_opening_costs(self, p: FacilityParams, state: State) -> Observation:
+        """the posted opening quote of every site: outside estimates of the opening costs, not the true costs"""
+        return {"posted_opening_cost": {f"site {i + 1}": p.posted_open_cost[i] for i in range(p.sites)}}
 
     @info(decoy=True, estimates="cost_per_unit_from")
-    def read_posted_rates(self, p: FacilityParams, state: State, customer: Customer) -> Observation:
-        """the posted rate per unit of serving one customer from every site"""
-        return {"customer": customer, "posted_rate_per_unit_from": _by_site(p, p.posted_service_cost, customer)}
+    def read_posted_rates(self, p: FacilityParams, state: State) -> Observation:
+        """the posted straight-line rate per unit of serving every customer from every site: outside estimates of
+        the costs, not the true costs"""
+        return {"posted_rate_per_unit_from": {f"customer {j + 1}": _by_site(p, p.posted_service_cost, j + 1)
+                                              for j in range(p.customers)}}
 
     @info
     def list_sites(self, p: FacilityParams, state: State) -> Observation:
@@ -322,7 +335,7 @@ class FacilityLocation(Mechanism[FacilityParams]):
     def finish(self, p: FacilityParams, state: State) -> Observation:
         """stop now; the current plan stands"""
         state["finished"] = True
-        return {**self._ledger(p, state), "finished": True}
+        return {"open_sites": list(state["open"]), "finished": True}
 
     def utility(self, params: FacilityParams, state: dict[str, Any]) -> float:
         return -_plan_cost(params, state["open"], state["assignment"])
@@ -345,7 +358,7 @@ class FacilityLocation(Mechanism[FacilityParams]):
             probed("service_costs", "probe_service_costs", f"The true cost per unit of demand of serving each "
                    f"{v['customer']}, from {v['sites']} 1 to {p.sites} in order, in {v['currency']}: {rows}.",
                    [x for row in p.service_cost for x in row]),
-            probed("quotes", "read_posted_opening_cost", f"The {v['sticker']} quotes these opening costs in "
+            probed("quotes", "read_posted_opening_costs", f"The {v['sticker']} quotes these opening costs in "
                    f"{v['currency']} (an outside estimate, not the true cost): {quotes}.", p.posted_open_cost),
             rule("constraints", f"Every {v['site']} must be open before it serves anyone; each {v['customer']} is "
                  f"served from at most one open {v['site']}, and serving it from another moves it there; closing "
@@ -361,66 +374,109 @@ class FacilityLocation(Mechanism[FacilityParams]):
                  f"{v['sites']}, its served {v['customers']} and its unserved ones."),
         ]
 
-    def probe_order(self, params: FacilityParams) -> list[Action]:
-        """Every probe, largest expected error first: a site's opening quote is off by about half of itself, a
-        row of rates by about a third of the demand times its cheapest posted rate."""
+    def public_view(self, params: FacilityParams) -> dict[str, Any]:
         p = params
-        posted = np.asarray(p.posted_service_cost, dtype=float)
-        scored = [(0.5 * p.posted_open_cost[i], 0, i + 1) for i in range(p.sites)]
-        scored += [(0.35 * p.demand[j] * float(posted[:, j].min()), 1, j + 1) for j in range(p.customers)]
+        return {"sites": p.sites, "customers": p.customers, "demand": list(p.demand),
+                "unserved_penalty": p.unserved_penalty}
+
+    def probe_order(self, known: Knowledge) -> list[Action]:
+        """The rows of the two customers with the largest demand first (a row shows every site's true rates, so
+        each site's road factor), then every other probe, largest expected error first, judged from the posted
+        sheets: a site's opening quote is off by about half of itself, a customer's row of rates by about a third
+        of its demand times its cheapest posted rate."""
+        sites, customers = known.public["sites"], known.public["customers"]
+        demand = known.public["demand"]
+        quotes, rates = _sheets(known)
+        biggest = sorted(range(customers), key=lambda j: (-demand[j], j))[:2]
+        scored = [(0.5 * float(quotes[i]), 0, i + 1) for i in range(sites)]
+        scored += [(0.35 * demand[j] * float(rates[:, j].min()), 1, j + 1) for j in range(customers)
+                   if j not in biggest]
         scored.sort(key=lambda t: (-t[0], t[1], t[2]))
-        return [Action(op="probe_opening_cost", args={"site": k}) if kind == 0 else
-                Action(op="probe_service_costs", args={"customer": k}) for _, kind, k in scored]
+        return [*(Action(op="probe_service_costs", args={"customer": j + 1}) for j in biggest),
+                *(Action(op="probe_opening_cost", args={"site": k}) if kind == 0 else
+                  Action(op="probe_service_costs", args={"customer": k}) for _, kind, k in scored)]
 
-    def believed(self, params: FacilityParams, probed: list[Action]) -> FacilityParams:
-        """Probed opening costs and rows of service costs are true; an unprobed opening cost is its quote; an
-        unprobed service cost is the posted rate scaled by the site's road factor, read off the probed rows (the
-        median ratio of true to posted rate above the fixed 1 per unit; 1 when no row is probed)."""
-        p = params
-        surveyed = {a.args["site"] for a in probed if a.op == "probe_opening_cost"}
-        rows = sorted({a.args["customer"] for a in probed if a.op == "probe_service_costs"})
-        open_cost = [p.open_cost[i] if i + 1 in surveyed else p.posted_open_cost[i] for i in range(p.sites)]
+    def believed(self, known: Knowledge) -> FacilityParams:
+        """Verified opening costs and rows of service costs are true; an unverified opening cost is its posted quote;
+        an unverified service cost is the posted rate scaled by the site's road factor, read off the verified rows
+        (the median ratio of true to posted rate above the fixed 1 per unit; 1 when no row is verified). Without
+        the sheets: an opening cost is the mean of the verified ones (0 when none is), a rate the penalty."""
+        sites, customers = known.public["sites"], known.public["customers"]
+        penalty = float(known.public["unserved_penalty"])
+        quotes, posted = _sheets(known)
+        surveyed = {seen["site"]: float(seen["opening_cost"]) for _, seen in known.observations("probe_opening_cost")}
+        rows = {seen["customer"]: [float(seen["cost_per_unit_from"][f"site {i + 1}"]) for i in range(sites)]
+                for _, seen in known.observations("probe_service_costs")}
+        open_cost = [surveyed.get(i + 1, float(quotes[i])) for i in range(sites)]
         service = []
-        for i in range(p.sites):
-            ratios = [(p.service_cost[i][j - 1] - 1.0) / (p.posted_service_cost[i][j - 1] - 1.0)
-                      for j in rows if p.posted_service_cost[i][j - 1] > 1.5]
+        for i in range(sites):
+            ratios = [(rows[j][i] - 1.0) / (posted[i, j - 1] - 1.0) for j in rows if posted[i, j - 1] > 1.5]
             factor = float(np.median(ratios)) if ratios else 1.0
-            service.append([p.service_cost[i][j] if j + 1 in rows else
-                            round(max(0.0, (p.posted_service_cost[i][j] - 1.0) * factor + 1.0), 6)
-                            for j in range(p.customers)])
-        return p.model_copy(update={"open_cost": open_cost, "service_cost": service})
+            service.append([rows[j + 1][i] if j + 1 in rows else
+                            round(max(0.0, (float(posted[i, j]) - 1.0) * factor + 1.0), 6)
+                            for j in range(customers)])
+        return FacilityParams(demand=list(known.public["demand"]), open_cost=open_cost, service_cost=service,
+                              unserved_penalty=penalty, posted_open_cost=[float(x) for x in quotes],
+                              posted_service_cost=posted.tolist())
 
-    def heuristic_actions(self, params: FacilityParams) -> dict[str, list[Action]]:
+    def heuristic_policies(self) -> dict[str, Policy]:
         """nearest_surveyed: survey every opening cost and every row of service costs, then serve each of the
         customers from its cheapest site (opening those sites, whatever they cost to open), or leave it unserved
         where the penalty is cheaper. one_site_surveyed: the same surveys, then open the one site that is
-        cheapest on its own. greedy_quotes_surveyed: survey the opening costs only, then open sites greedily (the
-        one that lowers the total most, while one does) on them and the posted rates, and serve everyone at the
-        cheapest open site by the posted rates."""
-        p = params
-        demand = np.asarray(p.demand, dtype=float)
-        unit = np.asarray(p.service_cost, dtype=float)
-        posted = np.asarray(p.posted_service_cost, dtype=float)
-        opening = np.asarray(p.open_cost, dtype=float)
-        openings = [Action(op="probe_opening_cost", args={"site": i}) for i in range(1, p.sites + 1)]
-        rows = [Action(op="probe_service_costs", args={"customer": j}) for j in range(1, p.customers + 1)]
-        nearest = sorted({int(np.argmin(unit[:, j])) + 1 for j in range(p.customers)
-                          if unit[:, j].min() < p.unserved_penalty})
-        alone = min(range(p.sites), key=lambda i: (opening[i] + demand @ np.minimum(unit[i], p.unserved_penalty), i))
-        greedy = _greedy_open(opening, posted, demand, p.unserved_penalty)
-        big = sorted(range(p.customers), key=lambda j: (-p.demand[j], j))[: (p.customers + 2) // 3]
-        mixed = posted.copy()
-        mixed[:, big] = unit[:, big]
-        greedy_big = _greedy_open(np.asarray(p.posted_open_cost, dtype=float), mixed, demand, p.unserved_penalty)
-        return {
-            "nearest_surveyed": [*openings, *rows,
-                                 *plan_actions(nearest, _cheapest(nearest, unit, p.unserved_penalty))],
-            "one_site_surveyed": [*openings, *rows,
-                                  *plan_actions([alone + 1], _cheapest([alone + 1], unit, p.unserved_penalty))],
-            "greedy_quotes_surveyed": [*openings, *plan_actions(greedy, _cheapest(greedy, posted, p.unserved_penalty))],
-            "greedy_big_surveyed": [*(rows[j] for j in big),
-                                    *plan_actions(greedy_big, _cheapest(greedy_big, mixed, p.unserved_penalty))],
-        }
+        cheapest on its own. greedy_quotes_surveyed: read the posted rates, survey the opening costs only, then open
+        sites greedily (the one that lowers the total most, while one does) on them and the posted rates, and serve
+        everyone at the cheapest open site by the posted rates. greedy_big_surveyed: read both sheets, survey the
+        rows of the biggest third of the customers, then open greedily on the quotes, those rows and the posted
+        rates. Each acts on what its surveys showed, whatever the turns left it."""
+
+        def survey(seat: Seat, sites: bool, customers: list[int]) -> FacilityParams:
+            if sites:
+                for i in range(1, seat.known.public["sites"] + 1):
+                    seat.call("probe_opening_cost", site=i)
+            for j in customers:
+                seat.call("probe_service_costs", customer=j)
+            return self.believed(seat.known)
+
+        def everyone(seat: Seat) -> list[int]:
+            return list(range(1, seat.known.public["customers"] + 1))
+
+        def nearest_surveyed(seat: Seat) -> None:
+            b = survey(seat, True, everyone(seat))
+            unit = np.asarray(b.service_cost, dtype=float)
+            nearest = sorted({int(np.argmin(unit[:, j])) + 1 for j in range(b.customers)
+                              if unit[:, j].min() < b.unserved_penalty})
+            seat.play(plan_actions(nearest, _cheapest(nearest, unit, b.unserved_penalty)))
+
+        def one_site_surveyed(seat: Seat) -> None:
+            b = survey(seat, True, everyone(seat))
+            unit = np.asarray(b.service_cost, dtype=float)
+            demand = np.asarray(b.demand, dtype=float)
+            alone = min(range(b.sites),
+                        key=lambda i: (b.open_cost[i] + demand @ np.minimum(unit[i], b.unserved_penalty), i))
+            seat.play(plan_actions([alone + 1], _cheapest([alone + 1], unit, b.unserved_penalty)))
+
+        def greedy_quotes_surveyed(seat: Seat) -> None:
+            seat.call("read_posted_rates")
+            b = survey(seat, True, [])
+            posted = np.asarray(b.posted_service_cost, dtype=float)
+            greedy = _greedy_open(np.asarray(b.open_cost, dtype=float), posted, np.asarray(b.demand, dtype=float),
+                                  b.unserved_penalty)
+            seat.play(plan_actions(greedy, _cheapest(greedy, posted, b.unserved_penalty)))
+
+        def greedy_big_surveyed(seat: Seat) -> None:
+            seat.call("read_posted_opening_costs")
+            seat.call("read_posted_rates")
+            demand = seat.known.public["demand"]
+            big = sorted(range(len(demand)), key=lambda j: (-demand[j], j))[: (len(demand) + 2) // 3]
+            b = survey(seat, False, [j + 1 for j in big])
+            mixed = np.asarray(b.posted_service_cost, dtype=float)
+            mixed[:, big] = np.asarray(b.service_cost, dtype=float)[:, big]
+            greedy = _greedy_open(np.asarray(b.posted_open_cost, dtype=float), mixed, np.asarray(b.demand, dtype=float),
+                                  b.unserved_penalty)
+            seat.play(plan_actions(greedy, _cheapest(greedy, mixed, b.unserved_penalty)))
+
+        return {"nearest_surveyed": nearest_surveyed, "one_site_surveyed": one_site_surveyed,
+                "greedy_quotes_surveyed": greedy_quotes_surveyed, "greedy_big_surveyed": greedy_big_surveyed}
 
     def secret_numbers(self, params: FacilityParams) -> list[float]:
         p = params
@@ -443,6 +499,26 @@ def _cheapest(open_sites: list[int], unit: np.ndarray, penalty: float) -> list[i
         site = min(open_sites, key=lambda i: (unit[i - 1, j], i), default=None)
         assignment.append(site if site is not None and unit[site - 1, j] < penalty else None)
     return assignment
+
+
+def _sheets(known: Knowledge) -> tuple[np.ndarray, np.ndarray]:
+    """The posted opening quotes and the posted rates (site x customer) as the sheets showed them. A sheet not read:
+    each quote the mean of the verified opening costs (0 when none is verified), each rate the unserved penalty."""
+    sites, customers = known.public["sites"], known.public["customers"]
+    quotes_seen = known.latest("read_posted_opening_costs")
+    if quotes_seen is not None:
+        quotes = np.asarray([float(quotes_seen["posted_opening_cost"][f"site {i + 1}"]) for i in range(sites)])
+    else:
+        verified = [float(seen["opening_cost"]) for _, seen in known.observations("probe_opening_cost")]
+        quotes = np.full(sites, float(np.mean(verified)) if verified else 0.0)
+    rates_seen = known.latest("read_posted_rates")
+    if rates_seen is not None:
+        table = rates_seen["posted_rate_per_unit_from"]
+        rates = np.asarray([[float(table[f"customer {j + 1}"][f"site {i + 1}"]) for j in range(customers)]
+                            for i in range(sites)])
+    else:
+        rates = np.full((sites, customers), float(known.public["unserved_penalty"]))
+    return quotes, rates
 
 
 def _greedy_open(open_cost: np.ndarray, unit: np.ndarray, demand: np.ndarray, penalty: float,

@@ -14,6 +14,10 @@ The counterpart's behaviour is fixed by the parameters (hidden from the agent in
 - an ask above ``walkoff_price`` insults it: it breaks off for good (no deal, the round is spent);
 - in every round it stands by the counteroffer ``counteroffers[t]``, which the seller may accept.
 A rejected ask ends the round and lowers the anchor to ``min(A, ask)``.
+A decision states what happened (the ask, accepted or rejected; the counteroffer accepted), never a hidden figure;
+the ending (a deal, a break-off, the deadline, walking away or the last turn of the budget) states the outcome: the
+deal price or the fallback value, the rounds used, their cost and the net result (``ledger``). A passed round shows
+the counteroffer now on the table.
 The rule above is stated to the agent in every mode; in hidden mode each of its parameters has its own probe
 (the reservation value, each round's base threshold, the anchoring percent, the walk-off price, each round's
 counteroffer, the round cost, the fallback value), so that no probe hands over the formula with the figures
@@ -33,7 +37,7 @@ Parameters (the data form; all integers unless stated):
 - ``price_low``, ``price_high``, ``price_step``: the ask grid ``price_low, price_low + price_step, ...,
   price_high`` (public; ``price_high - price_low`` a positive multiple of ``price_step``)
 - ``market_report``: the posted "market report" estimate of the counterpart's reservation value (a decoy:
-  biased; the default policy trusts it)
+  biased; the default policy trusts it); one call shows it
 
 The sampler draws the grid span (80-400) and the step from ``size``, a reservation value in the upper part
 of the grid, concave concessions (base thresholds rising towards the reservation value), plain counteroffers a
@@ -44,6 +48,10 @@ Knobs: ``size`` is the price-grid resolution, the number of ask levels on the gr
 deadline T in rounds (2..12).
 Solved exactly by backward recursion over the states (round, lowest earlier ask on the grid or none); the
 independent check enumerates every ask/accept/wait/walk sequence on small grids and few rounds.
+The players believe only what their calls showed (``believed``): the market report stands in for an unverified
+reservation value, a rejected ask lowers the believed threshold of its round, a passed round shows the counteroffer
+on the table. Acting on a belief plays the recursion's move for the state reached, over the rounds the turns left
+can still reach, and believes again after a refused ask it expected accepted.
 """
 
 from __future__ import annotations
@@ -58,6 +66,7 @@ from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, one_entry_each
+from mechanisms.players import Knowledge, Policy, Seat
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -130,7 +139,7 @@ Price = Annotated[int, Between("price_low", "price_high"),
 
 class Negotiation(Mechanism[NegotiationParams]):
     id = "negotiation"
-    version = 1
+    version = 2
     group = "trained"
     summary = "sell one lot to a counterpart with a hidden, anchoring acceptance rule; backward recursion"
     Params = NegotiationParams
@@ -142,8 +151,8 @@ class Negotiation(Mechanism[NegotiationParams]):
     difficulty_tiers = {
         "easy": Tier(((5, 2), (7, 2), (5, 3)), 1.0),
         "medium": Tier(tuple(difficulty_grid), 1.0),
-        "hard": Tier(((31, 8), (41, 10), (61, 12)), 0.7),
-        "frontier": Tier(((61, 16), (81, 20)), 0.3),
+        "hard": Tier(((31, 8), (41, 10), (61, 12)), 0.2),
+        "frontier": Tier(((61, 16), (81, 20)), 0.15),
     }
     u0_band = (-0.3, 0.95)
 
@@ -190,68 +199,34 @@ class Negotiation(Mechanism[NegotiationParams]):
     # --- reference ------------------------------------------------------------------------
     def solve(self, params: NegotiationParams) -> Solution:
         p = params
-        grid, rounds, n = p.grid, p.deadline, p.levels
-        prices = np.asarray(grid, dtype=float)
-        anchors: list[int | None] = [None, *grid]  # state index 0: no ask yet; 1 + k: lowest ask grid[k]
-        k = np.arange(n)
-        # the state after a rejected ask of grid[k] from state i: the new lowest ask
-        after = np.vstack([1 + k[None, :], 1 + np.minimum(k[None, :], k[:, None])])
-        ops = [Action(op="finish"), Action(op="accept_counteroffer"), Action(op="wait_round"),
-               *(Action(op="make_ask", args={"price": price}) for price in grid)]
-        value_next = np.full(n + 1, _net(p, p.outside_option, rounds))
-        choice: list[np.ndarray] = []
-        for t in reversed(range(rounds)):
-            r = t + 1
-            limits = np.asarray([threshold(p, r, anchor) for anchor in anchors], dtype=float)
-            asks = np.where(prices[None, :] <= limits[:, None], prices[None, :] - p.round_cost * r,
-                            value_next[after])
-            asks = np.where(prices[None, :] > p.walkoff_price, _net(p, p.outside_option, r), asks)
-            table = np.column_stack([np.full(n + 1, _net(p, p.outside_option, t)),
-                                     np.full(n + 1, _net(p, p.counteroffers[t], r)), value_next, asks])
-            choice.append(np.argmax(table, axis=1))
-            value_next = table.max(axis=1)
-        choice.reverse()
-        index = {a: i for i, a in enumerate(anchors)}
+        policy = _Recursion(p)
         actions: list[Action] = []
         state = self.initial_state(p)
         while not state["finished"]:
-            action = ops[int(choice[state["round"] - 1][index[state["anchor"]]])]
+            action = policy.move(state["round"], state["anchor"])
             actions.append(action)
             self.apply(p, state, action)
         u_star = self.utility(p, state)
-        if abs(u_star - float(value_next[0])) > 1e-9 * max(1.0, abs(u_star)):
-            raise RuntimeError(f"replay of the recursion's policy gives {u_star}, the recursion {value_next[0]}")
-        facts = {"states": rounds * (n + 1), "levels": n, "rounds": rounds, "outcome": state["status"],
-                 "deal_price": state["deal_price"], "rounds_used": self._rounds_used(state)}
+        if abs(u_star - policy.value) > 1e-9 * max(1.0, abs(u_star)):
+            raise RuntimeError(f"replay of the recursion's policy gives {u_star}, the recursion {policy.value}")
+        facts = {"states": p.deadline * (p.levels + 1), "levels": p.levels, "rounds": p.deadline,
+                 "outcome": state["status"], "deal_price": state["deal_price"], "rounds_used": self._rounds_used(state)}
         return Solution(u_star, actions, "backward recursion over (round, lowest earlier ask)", facts)
 
-    def default_actions(self, params: NegotiationParams) -> list[Action]:
-        """Trust the market report: ask it first, then concede in equal steps to the outside option by the deadline.
+    def default_policy(self, seat: Seat) -> None:
+        """Trust the market report: ask it first, then concede in equal steps by the deadline to halfway between the
+        lowest grid price and the report (the fallback value is not known to it).
 
-        Asks are rounded to the nearest grid price; the floor is the lowest grid price not below the outside
-        option. The default never probes, never waits and never accepts a counteroffer.
+        Asks are rounded to the nearest grid price. The default never verifies a figure, never waits and never
+        accepts a counteroffer; it stops when the counterpart accepts (or breaks off).
         """
-        p = params
-        grid = p.grid
-        floor = next((g for g in grid if g >= p.outside_option), grid[-1])
-        start = self._snap(p, p.market_report)
-        actions = [Action(op="read_market_report")]
-        state = self.initial_state(p)
-        for t in range(p.deadline):
-            share = t / (p.deadline - 1) if p.deadline > 1 else 1.0
-            ask = self._snap(p, start + (floor - start) * share) if p.deadline > 1 else start
-            action = Action(op="make_ask", args={"price": ask})
-            actions.append(action)
-            self.apply(p, state, action)
-            if state["finished"]:
-                break
-        return actions
-
-    @staticmethod
-    def _snap(p: NegotiationParams, price: float) -> int:
-        """The grid price nearest to a price (ties go up), clipped to the grid."""
-        k = math.floor((price - p.price_low) / p.price_step + 0.5)
-        return p.price_low + p.price_step * min(max(k, 0), p.levels - 1)
+        seen = seat.call("read_market_report")
+        grid = _Grid(seat.known)
+        report = seen["posted"] if seen and "posted" in seen else grid.high
+        for ask in grid.concession(report, (grid.low + report) / 2):
+            if seat.over:
+                return
+            seat.call("make_ask", price=ask)
 
     # --- dynamics -------------------------------------------------------------------------
     def initial_state(self, params: NegotiationParams) -> dict[str, Any]:
@@ -295,7 +270,7 @@ class Negotiation(Mechanism[NegotiationParams]):
 
     @info(decoy=True, estimates="reservation")
     def read_market_report(self, p: NegotiationParams, state: State) -> Observation:
-        """the market report's estimate of what the counterpart would pay"""
+        """the market report's estimate of what the counterpart would pay: an outside estimate, not the true figure"""
         return {"posted": p.market_report}
 
     @info
@@ -325,16 +300,15 @@ class Negotiation(Mechanism[NegotiationParams]):
         if price > p.walkoff_price:
             state["log"].append({"round": r, "action": "asked", "price": price, "response": "broke off"})
             state.update(status="broken off", finished=True, round=r + 1)
-            return {"round": r, "ask": price, "response": "broke off", "status": "broken off",
-                    "net": self.utility(p, state), "finished": True}
+            return {"round": r, "ask": price, "response": "broke off", "status": "broken off", "finished": True}
         if price <= threshold(p, r, anchor):
             state["log"].append({"round": r, "action": "asked", "price": price, "response": "accepted"})
             state.update(status="deal", deal_price=price, deal_round=r, finished=True)
             return {"round": r, "ask": price, "response": "accepted", "status": "deal", "price": price,
-                    "net": self.utility(p, state), "finished": True}
+                    "finished": True}
         state["log"].append({"round": r, "action": "asked", "price": price, "response": "rejected"})
         state["anchor"] = price if anchor is None else min(anchor, price)
-        return {"round": r, "ask": price, "response": "rejected", **self._next_round(p, state)}
+        return {"round": r, "ask": price, "response": "rejected", **self._next_round(p, state, table=False)}
 
     @decision
     def accept_counteroffer(self, p: NegotiationParams, state: State) -> Observation:
@@ -344,7 +318,7 @@ class Negotiation(Mechanism[NegotiationParams]):
         offer = p.counteroffers[r - 1]
         state["log"].append({"round": r, "action": "accepted counteroffer", "price": offer})
         state.update(status="deal", deal_price=offer, deal_round=r, finished=True)
-        return {"round": r, "status": "deal", "price": offer, "net": self.utility(p, state), "finished": True}
+        return {"round": r, "status": "deal", "finished": True}
 
     @clock
     def wait_round(self, p: NegotiationParams, state: State) -> Observation:
@@ -371,23 +345,39 @@ class Negotiation(Mechanism[NegotiationParams]):
                 state["status"] = "walked away"
                 state["log"].append({"round": state["round"], "action": "walked away"})
             state["finished"] = True
-        return {"status": state["status"], "net": self.utility(p, state), "finished": True}
+        return {"status": state["status"], "finished": True}
 
     @staticmethod
     def _require_open(state: dict[str, Any]) -> None:
         if state["finished"] or state["status"] != "open":
             raise ActionError("the negotiation is over")
 
-    def _next_round(self, p: NegotiationParams, state: dict[str, Any]) -> dict[str, Any]:
+    def _next_round(self, p: NegotiationParams, state: dict[str, Any], table: bool = True) -> dict[str, Any]:
+        """On to the next round (the deadline passes after the last); a passed round shows the counteroffer now on
+        the table, a rejected ask (a decision) does not."""
         state["round"] += 1
         if state["round"] > p.deadline:
             state.update(status="deadline passed", finished=True)
-            return {"status": "deadline passed", "net": self.utility(p, state), "finished": True}
-        return {"next": state["round"], "table": p.counteroffers[state["round"] - 1], "finished": False}
+            return {"status": "deadline passed", "finished": True}
+        shown = {"table": p.counteroffers[state["round"] - 1]} if table else {}
+        return {"next": state["round"], **shown, "finished": False}
 
     @staticmethod
     def _rounds_used(state: dict[str, Any]) -> int:
         return state["deal_round"] if state["status"] == "deal" else state["round"] - 1
+
+    def ledger(self, params: NegotiationParams, state: dict[str, Any]) -> dict[str, Any]:
+        """The outcome as a ledger states it: how the negotiation ended, the deal price (or the fallback value), the
+        rounds used, what they cost and the net result."""
+        p = params
+        rounds = self._rounds_used(state)
+        if state["status"] == "deal":
+            ended = {"status": "deal", "price": state["deal_price"]}
+        else:  # an open negotiation at the ending (the turns ran out) ends as if walked away from
+            ended = {"status": "walked away" if state["status"] == "open" else state["status"],
+                     "fallback": p.outside_option}
+        return {**ended, "used": rounds, "round costs": round(p.round_cost * rounds, 6),
+                "net": round(self.utility(p, state), 6)}
 
     def utility(self, params: NegotiationParams, state: dict[str, Any]) -> float:
         rounds = self._rounds_used(state)
@@ -441,80 +431,116 @@ class Negotiation(Mechanism[NegotiationParams]):
                  f"no {deal}, and the fallback value minus the round costs spent counts."),
         ]
 
-    def probe_order(self, params: NegotiationParams) -> list[Action]:
+    def public_view(self, params: NegotiationParams) -> dict[str, Any]:
+        p = params
+        return {"deadline": p.deadline, "price_low": p.price_low, "price_high": p.price_high,
+                "price_step": p.price_step}
+
+    def probe_order(self, known: Knowledge) -> list[Action]:
         """The counterpart's reservation value, walk-off price and anchoring first, then the round cost and the
         fallback value, then each round's base threshold and counteroffer, earliest round first."""
-        p = params
         calls = [Action(op=name) for name in ("probe_reservation_value", "probe_walkoff_price", "probe_anchoring",
                                               "probe_round_cost", "probe_outside_option")]
-        for r in range(1, p.deadline + 1):
+        for r in range(1, known.public["deadline"] + 1):
             calls += [Action(op="probe_base_threshold", args={"round": r}),
                       Action(op="probe_counteroffer", args={"round": r})]
         return calls
 
-    def believed(self, params: NegotiationParams, probed: list[Action]) -> NegotiationParams:
-        """Probed figures are true. Unprobed: the reservation value is the market report; the walk-off price is
-        the reservation value believed (never ask above it); the anchoring percent is 40; the round cost 0; the
-        fallback value the lowest grid price; a base threshold is the latest probed one of an earlier round (the
-        lowest grid price when none); a counteroffer is 0 (never counted on)."""
-        p = params
-        done = {(a.op, a.args.get("round")) for a in probed}
-        reservation = p.reservation_value if ("probe_reservation_value", None) in done else p.market_report
-        walkoff = p.walkoff_price if ("probe_walkoff_price", None) in done else reservation
-        base, latest = [], p.price_low
-        for r in range(1, p.deadline + 1):
-            if ("probe_base_threshold", r) in done:
-                latest = p.base_thresholds[r - 1]
-            base.append(min(latest, reservation))
-        counters = [min(p.counteroffers[r - 1], reservation) if ("probe_counteroffer", r) in done else 0
-                    for r in range(1, p.deadline + 1)]
+    def believed(self, known: Knowledge) -> NegotiationParams:
+        """Verified figures are true; a counteroffer seen on the table is known. Unverified: the reservation value is
+        the market report (the top of the grid when it was not read); the walk-off price is the reservation value
+        believed (never ask above it); the anchoring percent is 40; the round cost one step of the price grid; the
+        fallback value the lowest grid price; a base threshold is the latest verified one of an earlier round (the
+        lowest grid price when none), lowered below any ask it rejected; a counteroffer not seen is 0 (never
+        counted on)."""
+        grid, rounds = _Grid(known), known.public["deadline"]
+        figures = {op: known.latest(op) for op in ("probe_reservation_value", "probe_walkoff_price",
+                                                   "probe_anchoring", "probe_round_cost", "probe_outside_option")}
+        report = known.latest("read_market_report")
+        if figures["probe_reservation_value"] is not None:
+            reservation = int(figures["probe_reservation_value"]["reservation"])
+        else:
+            reservation = int(report["posted"]) if report is not None else grid.high
+        walkoff = figures["probe_walkoff_price"]
+        alpha = int(figures["probe_anchoring"]["anchoring"]) if figures["probe_anchoring"] is not None else 40
+        cost = figures["probe_round_cost"]
+        fallback = figures["probe_outside_option"]
+        verified = {seen["round"]: int(seen["threshold"]) for _, seen in known.observations("probe_base_threshold")}
+        rejected = _rejections(known)
+        base, latest = [], grid.low
+        for r in range(1, rounds + 1):
+            if r in verified:
+                latest = verified[r]
+            elif r in rejected:  # the ask a was refused with the earlier lowest ask A: min(R, mix(b_r, A)) < a
+                ask, anchor = rejected[r]
+                if anchor is None or alpha >= 100:
+                    bound = ask - 1
+                else:
+                    bound = (100 * ask - anchor * alpha - 1) // (100 - alpha)
+                latest = min(latest, bound)
+            base.append(max(0, min(latest, reservation)))
+        counters = [0] * rounds
+        for r, offer in _tables(known).items():
+            counters[r - 1] = min(offer, reservation)
         return NegotiationParams(
-            reservation_value=reservation, base_thresholds=base,
-            anchoring_percent=p.anchoring_percent if ("probe_anchoring", None) in done else 40,
-            walkoff_price=max(walkoff, reservation), counteroffers=counters, deadline=p.deadline,
-            round_cost=p.round_cost if ("probe_round_cost", None) in done else 0.0,
-            outside_option=p.outside_option if ("probe_outside_option", None) in done else float(p.price_low),
-            price_low=p.price_low, price_high=p.price_high, price_step=p.price_step, market_report=p.market_report)
+            reservation_value=reservation, base_thresholds=base, anchoring_percent=alpha,
+            walkoff_price=max(int(walkoff["walkoff"]) if walkoff is not None else reservation, reservation),
+            counteroffers=counters, deadline=rounds,
+            round_cost=float(cost["cost"]) if cost is not None else float(grid.step),
+            outside_option=float(fallback["fallback"]) if fallback is not None else float(grid.low),
+            price_low=grid.low, price_high=grid.high, price_step=grid.step,
+            market_report=int(report["posted"]) if report is not None else reservation)
 
-    def heuristic_actions(self, params: NegotiationParams) -> dict[str, list[Action]]:
+    def act_on_belief(self, seat: Seat, belief: NegotiationParams) -> None:
+        """Play the recursion's move for the round and lowest ask reached, over the rounds the turns left can still
+        reach (a round past them is as good as the deadline); after a surprise (an ask refused that the belief
+        expected accepted) believe again from what it showed, and go on."""
+        while not seat.over:
+            round_, anchor = _position(seat.known)
+            action = _Recursion(_within(belief, round_ + int(min(seat.turns_left, belief.deadline)) - 1)
+                                ).move(round_, anchor)
+            seen = seat.call(action)
+            if seen is None or "error" in seen:
+                return
+            if seen.get("response") == "rejected" and action.args["price"] <= threshold(belief, round_, anchor):
+                belief = self.believed(seat.known)
+
+    def heuristic_policies(self) -> dict[str, Policy]:
         """accept_first: take the first round's counteroffer at once.
-        reservation_concede: probe the reservation value, ask it, then concede in equal steps to the lowest grid
-        price by the deadline (as the default does from the market report).
-        best_unanchored: probe every base threshold and counteroffer, the round cost and the fallback value, then
+        reservation_concede: verify the reservation value, ask it, then concede in equal steps to the lowest grid
+        price by the deadline.
+        best_unanchored: verify every base threshold and counteroffer, the round cost and the fallback value, then
         take the best plain move, never using the anchoring: wait until the best round and ask its base threshold
         (rounded down to the grid) or accept its counteroffer, or walk away at once.
         best_threshold: the same from the base thresholds and the round cost only (half the probes)."""
-        p = params
-        start = self._snap(p, p.reservation_value)
-        asks = []
-        for t in range(p.deadline):
-            share = t / (p.deadline - 1) if p.deadline > 1 else 1.0
-            asks.append(Action(op="make_ask", args={"price": self._snap(p, start + (p.price_low - start) * share)}))
-        look = [Action(op=name, args={"round": r}) for r in range(1, p.deadline + 1)
-                for name in ("probe_base_threshold", "probe_counteroffer")]
-        look += [Action(op="probe_round_cost"), Action(op="probe_outside_option")]
-        thresholds = [Action(op="probe_base_threshold", args={"round": r}) for r in range(1, p.deadline + 1)]
-        return {"accept_first": [Action(op="accept_counteroffer")],
-                "reservation_concede": [Action(op="probe_reservation_value"), *asks],
-                "best_unanchored": [*look, *self._best_plain(p, counteroffers=True)],
-                "best_threshold": [*thresholds, Action(op="probe_round_cost"),
-                                   *self._best_plain(p, counteroffers=False)]}
 
-    @staticmethod
-    def _best_plain(p: NegotiationParams, counteroffers: bool) -> list[Action]:
-        """The best move that never uses the anchoring: wait until one round and ask its base threshold (rounded
-        down to the grid) or, if counteroffers are known, accept its counteroffer; or walk away at once."""
-        best, plan = p.outside_option if counteroffers else -math.inf, [Action(op="walk_away")]
-        for r in range(1, p.deadline + 1):
-            waits = [Action(op="wait_round")] * (r - 1)
-            base = p.base_thresholds[r - 1]
-            if base >= p.price_low:
-                price = p.price_low + (base - p.price_low) // p.price_step * p.price_step
-                if price - p.round_cost * r > best:
-                    best, plan = price - p.round_cost * r, [*waits, Action(op="make_ask", args={"price": price})]
-            if counteroffers and p.counteroffers[r - 1] - p.round_cost * r > best:
-                best, plan = p.counteroffers[r - 1] - p.round_cost * r, [*waits, Action(op="accept_counteroffer")]
-        return plan
+        def accept_first(seat: Seat) -> None:
+            seat.call("accept_counteroffer")
+
+        def reservation_concede(seat: Seat) -> None:
+            seen = seat.call("probe_reservation_value")
+            grid = _Grid(seat.known)
+            start = seen["reservation"] if seen and "reservation" in seen else grid.high
+            for ask in grid.concession(start, grid.low):
+                if seat.over:
+                    return
+                seat.call("make_ask", price=ask)
+
+        def best_plain(counteroffers: bool) -> Policy:
+            def policy(seat: Seat) -> None:
+                rounds = seat.known.public["deadline"]
+                for r in range(1, rounds + 1):
+                    seat.call("probe_base_threshold", round=r)
+                    if counteroffers:
+                        seat.call("probe_counteroffer", round=r)
+                seat.call("probe_round_cost")
+                if counteroffers:
+                    seat.call("probe_outside_option")
+                seat.play(_best_plain(self.believed(seat.known), counteroffers))
+            return policy
+
+        return {"accept_first": accept_first, "reservation_concede": reservation_concede,
+                "best_unanchored": best_plain(True), "best_threshold": best_plain(False)}
 
     def secret_numbers(self, params: NegotiationParams) -> list[float]:
         p = params
@@ -528,6 +554,126 @@ class Negotiation(Mechanism[NegotiationParams]):
 
     def probe_allowance(self, params: NegotiationParams) -> int:
         return 2 * params.deadline + 5
+
+
+class _Recursion:
+    """The exact policy of an instance: backward recursion over the states (round, lowest earlier ask on the grid or
+    none); ``move`` gives the best call in any state, ``value`` the optimum from the start."""
+
+    def __init__(self, p: NegotiationParams):
+        grid, rounds, n = p.grid, p.deadline, p.levels
+        prices = np.asarray(grid, dtype=float)
+        anchors: list[int | None] = [None, *grid]  # state index 0: no ask yet; 1 + k: lowest ask grid[k]
+        k = np.arange(n)
+        # the state after a rejected ask of grid[k] from state i: the new lowest ask
+        after = np.vstack([1 + k[None, :], 1 + np.minimum(k[None, :], k[:, None])])
+        self.ops = [Action(op="finish"), Action(op="accept_counteroffer"), Action(op="wait_round"),
+                    *(Action(op="make_ask", args={"price": price}) for price in grid)]
+        value_next = np.full(n + 1, _net(p, p.outside_option, rounds))
+        choice: list[np.ndarray] = []
+        for t in reversed(range(rounds)):
+            r = t + 1
+            limits = np.asarray([threshold(p, r, anchor) for anchor in anchors], dtype=float)
+            asks = np.where(prices[None, :] <= limits[:, None], prices[None, :] - p.round_cost * r,
+                            value_next[after])
+            asks = np.where(prices[None, :] > p.walkoff_price, _net(p, p.outside_option, r), asks)
+            table = np.column_stack([np.full(n + 1, _net(p, p.outside_option, t)),
+                                     np.full(n + 1, _net(p, p.counteroffers[t], r)), value_next, asks])
+            choice.append(np.argmax(table, axis=1))
+            value_next = table.max(axis=1)
+        choice.reverse()
+        self.choice = choice
+        self.index = {a: i for i, a in enumerate(anchors)}
+        self.value = float(value_next[0])
+
+    def move(self, round_: int, anchor: int | None) -> Action:
+        """The best call in a round (1-based) with the lowest earlier ask `anchor` (None: no ask yet)."""
+        return self.ops[int(self.choice[round_ - 1][self.index[anchor]])]
+
+
+class _Grid:
+    """The price grid as every mode states it (the public view)."""
+
+    def __init__(self, known: Knowledge):
+        self.low, self.high, self.step = (int(known.public[key]) for key in ("price_low", "price_high", "price_step"))
+        self.rounds = int(known.public["deadline"])
+
+    def snap(self, price: float) -> int:
+        """The grid price nearest to a price (ties go up), clipped to the grid."""
+        k = math.floor((price - self.low) / self.step + 0.5)
+        return self.low + self.step * min(max(k, 0), (self.high - self.low) // self.step)
+
+    def concession(self, start: float, floor: float) -> list[int]:
+        """One ask per round: `start` first, then equal steps down to `floor` by the deadline (on the grid)."""
+        start = self.snap(start)
+        if self.rounds == 1:
+            return [start]
+        return [self.snap(start + (floor - start) * t / (self.rounds - 1)) for t in range(self.rounds)]
+
+
+def _within(p: NegotiationParams, last: int) -> NegotiationParams:
+    """The instance cut at round `last` (the last round the turns can reach): past it, as past the deadline, the
+    fallback value minus the rounds used counts."""
+    if last >= p.deadline:
+        return p
+    return p.model_copy(update={"deadline": last, "base_thresholds": p.base_thresholds[:last],
+                                "counteroffers": p.counteroffers[:last]})
+
+
+def _position(known: Knowledge) -> tuple[int, int | None]:
+    """The round reached and the lowest ask so far, from what the calls showed (each rejected ask and each passed
+    round used one round)."""
+    round_, anchor = 1, None
+    for action, seen in known.seen:
+        if "error" in seen:
+            continue
+        if action.op == "make_ask" and seen.get("response") == "rejected":
+            price = int(action.args["price"])
+            anchor = price if anchor is None else min(anchor, price)
+            round_ += 1
+        elif action.op == "wait_round":
+            round_ += 1
+    return round_, anchor
+
+
+def _rejections(known: Knowledge) -> dict[int, tuple[int, int | None]]:
+    """Every rejected ask by round: (the ask, the lowest ask of the earlier rounds)."""
+    refused, anchor = {}, None
+    for action, seen in known.observations("make_ask"):
+        if seen.get("response") == "rejected":
+            price = int(action.args["price"])
+            refused[int(seen["round"])] = (price, anchor)
+            anchor = price if anchor is None else min(anchor, price)
+    return refused
+
+
+def _tables(known: Knowledge) -> dict[int, int]:
+    """The counteroffers known by round: verified, or seen on the table."""
+    offers = {}
+    for action, seen in known.seen:
+        if "error" in seen:
+            continue
+        if action.op == "probe_counteroffer":
+            offers[int(seen["round"])] = int(seen["counteroffer"])
+        elif seen.get("table") is not None:
+            offers[int(seen.get("next", seen.get("round")))] = int(seen["table"])
+    return offers
+
+
+def _best_plain(p: NegotiationParams, counteroffers: bool) -> list[Action]:
+    """The best move that never uses the anchoring: wait until one round and ask its base threshold (rounded down to
+    the grid) or, if counteroffers are known, accept its counteroffer; or walk away at once."""
+    best, plan = p.outside_option if counteroffers else -math.inf, [Action(op="walk_away")]
+    for r in range(1, p.deadline + 1):
+        waits = [Action(op="wait_round")] * (r - 1)
+        base = p.base_thresholds[r - 1]
+        if base >= p.price_low:
+            price = p.price_low + (base - p.price_low) // p.price_step * p.price_step
+            if price - p.round_cost * r > best:
+                best, plan = price - p.round_cost * r, [*waits, Action(op="make_ask", args={"price": price})]
+        if counteroffers and p.counteroffers[r - 1] - p.round_cost * r > best:
+            best, plan = p.counteroffers[r - 1] - p.round_cost * r, [*waits, Action(op="accept_counteroffer")]
+    return plan
 
 
 register(Negotiation())

@@ -1,7 +1,8 @@
 """facility_location: exactness against assignment brute force, a plain subset enumeration and HiGHS, replay in bulk
-calls, the default's band, the probe budget, the bulk decisions, facts, belief, the informed and heuristic agents,
-tiers and admission, validation of data, refusals, fuzzing of the bulk decisions (determinism, the data round trip
-and admission on the default grid are in test_conformance)."""
+calls, the default's band, the probe budget, the bulk decisions, the posted sheets, the ending's ledger, facts,
+belief from observations only, the informed and heuristic agents at a seat, tiers and admission, validation of data,
+refusals, fuzzing of the bulk decisions (determinism, the data round trip, the players' replay and admission on the
+default grid are in test_conformance)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import numpy as np
 import pytest
 
 import mechanisms
-from envs.difficulty import informed_actions
+from envs.environment import ENDING_KEY, Environment
+from mechanisms import players
 from mechanisms.base import ActionError
 from mechanisms.facility_location import FacilityParams
+from mechanisms.players import Seat, run_policy
 from schemas.envspec import Action
 from setter.corpus import VOCAB_KEYS
 from setter.spec import turn_budget
@@ -54,7 +57,8 @@ def test_contract_shape():
     ops = M.operations(p)
     names = {op.name for op in ops}
     assert len(ops) >= 10 and {op.kind for op in ops} == {"probe", "info", "decision", "clock"}
-    assert {op.name for op in ops if op.decoy} == {"read_posted_opening_cost", "read_posted_rates"}
+    assert {op.name for op in ops if op.decoy} == {"read_posted_opening_costs", "read_posted_rates"}
+    assert all(not op.args for op in ops if op.decoy)  # each kind of posted figure is one sheet
     assert "finish" in names and len(names) == len(ops)
     for op in ops:
         for name, arg in op.args.items():
@@ -62,9 +66,9 @@ def test_contract_shape():
             assert arg.maximum == (p.sites if name.startswith("site") else p.customers)
             if arg.type == "array":
                 assert arg.items == "integer" and arg.max_items == arg.maximum
-    assert {op.name: op.estimates for op in ops if op.decoy} == {"read_posted_opening_cost": "opening_cost",
+    assert {op.name: op.estimates for op in ops if op.decoy} == {"read_posted_opening_costs": "opening_cost",
                                                                 "read_posted_rates": "cost_per_unit_from"}
-    assert M.group == "far_ood_probe" and M.version == 2
+    assert M.group == "far_ood_probe" and M.version == 3
     assert 3 <= len(M.grid()) <= 6
     for size, horizon in M.grid():
         assert M.size_range[0] <= size <= M.size_range[1] and M.horizon_range[0] <= horizon <= M.horizon_range[1]
@@ -74,7 +78,7 @@ def test_contract_shape():
 def test_the_probe_allowance_is_every_probe_and_the_tiers_grant_a_share_of_it():
     for knobs in M.grid():
         p = _sample(1, *knobs)
-        assert M.probe_allowance(p) == p.sites + p.customers == len(M.probe_order(p))
+        assert M.probe_allowance(p) == p.sites + p.customers == len(M.probe_order(M.knowledge(p)))
         assert sum(op.kind == "probe" for op in M.operations(p)) == 2
     tiers = M.tiers()
     assert tiers["easy"].probe_share == tiers["medium"].probe_share == 1.0
@@ -184,6 +188,7 @@ def test_default_trusts_the_posted_figures_and_sits_inside_the_band():
         assert o.u_idle == pytest.approx(-p.unserved_penalty * sum(p.demand), rel=1e-12)
         ops = [a.op for a in o.default_actions]
         assert not any(op.startswith("probe") for op in ops) and ops[-1] == "commit_plan"
+        assert ops[:2] == ["read_posted_opening_costs", "read_posted_rates"]  # it pays a call for each sheet
         opened = [s for a in o.default_actions if a.op == "open_sites" for s in a.args["sites"]]
         served = set()
         for action in o.default_actions:
@@ -218,8 +223,10 @@ def test_dynamics_open_serve_move_close_and_costs():
     assert M.utility(p, state) == -(4 + 8 * 6)
     M.apply(p, state, Action(op="clear_plan"))
     assert state == M.initial_state(p)
-    ledger = M.apply(p, state, Action(op="commit_plan"))
+    assert M.apply(p, state, Action(op="commit_plan")) == {"open_sites": [], "finished": True}
+    ledger = M.ledger(p, state)
     assert M.finished(state) and ledger["total_cost"] == 8.0 * 6 and ledger["unserved_list"] == [1, 2, 3]
+    assert (ledger["opening_total"], ledger["service_total"], ledger["penalty_total"]) == (0, 0, 8.0 * 6)
 
 
 def test_bulk_decisions_open_many_sites_and_serve_many_customers_in_one_call():
@@ -249,10 +256,13 @@ def test_probes_reveal_the_hidden_groups_and_the_decoys_the_posted_ones():
     assert M.apply(p, state, Action(op="probe_opening_cost", args={"site": 2}))["opening_cost"] == p.open_cost[1]
     row = M.apply(p, state, Action(op="probe_service_costs", args={"customer": 3}))["cost_per_unit_from"]
     assert list(row.values()) == [p.service_cost[i][2] for i in range(p.sites)]
-    quote = M.apply(p, state, Action(op="read_posted_opening_cost", args={"site": 2}))["posted_opening_cost"]
-    assert quote == p.posted_open_cost[1]
-    posted = M.apply(p, state, Action(op="read_posted_rates", args={"customer": 3}))["posted_rate_per_unit_from"]
-    assert list(posted.values()) == [p.posted_service_cost[i][2] for i in range(p.sites)]
+    quotes = M.apply(p, state, Action(op="read_posted_opening_costs"))["posted_opening_cost"]
+    assert quotes == {f"site {i + 1}": p.posted_open_cost[i] for i in range(p.sites)}
+    posted = M.apply(p, state, Action(op="read_posted_rates"))["posted_rate_per_unit_from"]
+    assert list(posted) == [f"customer {j + 1}" for j in range(p.customers)]
+    assert list(posted["customer 3"].values()) == [p.posted_service_cost[i][2] for i in range(p.sites)]
+    assert all(list(posted[f"customer {j + 1}"].values()) == [row[j] for row in p.posted_service_cost]
+               for j in range(p.customers))
     assert M.apply(p, state, Action(op="service_terms"))["unserved_penalty_per_unit"] == p.unserved_penalty
     assert list(M.apply(p, state, Action(op="list_customers"))["demand_of"].values()) == p.demand
     assert state == M.initial_state(p)
@@ -271,7 +281,7 @@ def test_invalid_actions_raise_and_leave_the_state_unchanged():
            Action(op="open_sites", args={"sites": [1.5]}), Action(op="open_sites", args={"sites": [True]}),
            Action(op="open_sites", args={"sites": 1}),
            Action(op="probe_service_costs", args={"customer": float("nan")}),
-           Action(op="read_posted_rates", args={"customer": None}),
+           Action(op="probe_opening_cost", args={"site": None}),
            Action(op="serve_customers", args={"customers": [1]}),
            Action(op="serve_customers", args={"customers": [1], "site": closed_site}),
            Action(op="close_site", args={"site": closed_site})]
@@ -387,37 +397,63 @@ def test_the_informed_agent_reaches_one_when_every_probe_fits(knobs):
     for i in range(4):
         p = _sample(400 + i, *knobs)
         budget = _budget(p)
-        actions = informed_actions(M, p, budget)
-        assert len(actions) <= budget
-        u, _, errors = M.play(p, actions, budget)
-        assert errors == 0 and u == pytest.approx(M.solve(p).u_star, rel=1e-9)
+        actions, u = run_policy(M, p, players.informed(M), budget)
+        assert len(actions) <= budget and actions[:2] == [Action(op="read_posted_opening_costs"),
+                                                          Action(op="read_posted_rates")]
+        assert M.play(p, actions, budget) == (u, len(actions), 0)
+        assert u == pytest.approx(M.solve(p).u_star, rel=1e-9)
 
 
-def test_belief_with_every_probe_is_the_truth_and_with_none_uses_no_hidden_value():
+def _seen(p: FacilityParams, calls: list[Action]) -> Seat:
+    seat = Seat(M, p)
+    for call in calls:
+        seat.call(call)
+    return seat
+
+
+SHEETS = [Action(op="read_posted_opening_costs"), Action(op="read_posted_rates")]
+
+
+def test_belief_with_every_probe_is_the_truth_and_otherwise_only_what_was_seen():
     for i in range(5):
         p = _sample(500 + i)
-        assert M.solve(M.believed(p, M.probe_order(p))).u_star == pytest.approx(M.solve(p).u_star, rel=1e-12)
-        blind = M.believed(p, [])
+        everything = _seen(p, [*SHEETS, *M.probe_order(M.knowledge(p))]).known
+        assert M.solve(M.believed(everything)).u_star == pytest.approx(M.solve(p).u_star, rel=1e-12)
+        blind = M.believed(_seen(p, SHEETS).known)
         assert blind.open_cost == p.posted_open_cost and blind.service_cost == p.posted_service_cost
         changed = p.model_copy(update={"open_cost": [x + 7 for x in p.open_cost],
                                        "service_cost": [[x * 2 for x in row] for row in p.service_cost]})
-        assert M.believed(changed, []) == blind
-        some = M.probe_order(p)[:4]
-        partly = M.believed(p, some)
-        for action in some:  # what was probed is believed as it is
+        assert M.believed(_seen(changed, SHEETS).known) == blind  # the hidden figures are never read
+        some = M.probe_order(M.knowledge(p))[:4]
+        partly = M.believed(_seen(p, [*SHEETS, *some]).known)
+        for action in some:  # what was verified is believed as it is
             if action.op == "probe_opening_cost":
                 assert partly.open_cost[action.args["site"] - 1] == p.open_cost[action.args["site"] - 1]
             else:
                 j = action.args["customer"] - 1
                 assert [row[j] for row in partly.service_cost] == [row[j] for row in p.service_cost]
+        nothing = M.believed(M.knowledge(p))  # no sheet read: no posted figure either
+        assert nothing.open_cost == [0.0] * p.sites
+        assert nothing.service_cost == [[p.unserved_penalty] * p.customers] * p.sites
+
+
+def test_a_verified_row_shows_each_sites_road_factor():
+    p = _sample(7, 20, 8)
+    row = M.probe_order(M.knowledge(p))[0]
+    assert row.op == "probe_service_costs" and p.demand[row.args["customer"] - 1] == max(p.demand)
+    blind = np.asarray(M.believed(_seen(p, SHEETS).known).service_cost)
+    scaled = np.asarray(M.believed(_seen(p, [*SHEETS, row]).known).service_cost)
+    truth = np.asarray(p.service_cost)
+    assert np.abs(scaled - truth).sum() < np.abs(blind - truth).sum()
 
 
 def test_the_probe_order_lists_every_probe_once():
     p = _sample(6, 20, 8)
-    order = M.probe_order(p)
-    assert sorted((a.op, tuple(a.args.items())) for a in order) == sorted(
-        [("probe_opening_cost", (("site", i),)) for i in range(1, p.sites + 1)]
-        + [("probe_service_costs", (("customer", j),)) for j in range(1, p.customers + 1)])
+    for known in (M.knowledge(p), _seen(p, SHEETS).known):
+        order = M.probe_order(known)
+        assert sorted((a.op, tuple(a.args.items())) for a in order) == sorted(
+            [("probe_opening_cost", (("site", i),)) for i in range(1, p.sites + 1)]
+            + [("probe_service_costs", (("customer", j),)) for j in range(1, p.customers + 1)])
 
 
 @pytest.mark.parametrize("knobs", [(6, 3), (16, 8), (30, 14)])
@@ -425,15 +461,17 @@ def test_heuristics_play_within_idle_and_optimum(knobs):
     for i in range(3):
         p = _sample(600 + i, *knobs)
         o = M.outcome(p)
-        heuristics = M.heuristic_actions(p)
+        heuristics = M.heuristic_policies()
         assert set(heuristics) == {"nearest_surveyed", "one_site_surveyed", "greedy_quotes_surveyed",
                                    "greedy_big_surveyed"}
         for share in (1.0, 0.3):
             budget = _budget(p, share)
-            for name, actions in heuristics.items():
-                u, turns, errors = M.play(p, actions, budget)
-                assert errors == 0 and turns <= budget
-                assert o.u_idle - 1e-9 <= u <= o.solution.u_star + 1e-9, name
+            for name, policy in heuristics.items():
+                actions, u = run_policy(M, p, policy, budget)
+                assert M.play(p, actions, budget) == (u, len(actions), 0) and len(actions) <= budget
+                assert u <= o.solution.u_star + 1e-9, name
+                if share == 1.0:  # with every survey and the plan in the budget, never worse than doing nothing
+                    assert o.u_idle - 1e-9 <= u, name
 
 
 @pytest.mark.parametrize("tier", ["hard", "frontier"])
@@ -452,3 +490,47 @@ def test_the_informed_agent_beats_the_default_on_admitted_tight_budget_instances
         u, _, _ = M.play(p, spec.reference.informed_actions, spec.turn_budget)
         assert u > spec.reference.u0 and spec.difficulty.informed_score >= 0.05
     assert admitted >= 2
+
+
+def test_the_posted_figures_are_one_sheet_each():
+    p = _sample(8, 12, 5)
+    state = M.initial_state(p)
+    assert M.apply(p, state, Action(op="read_posted_opening_costs")) == {
+        "posted_opening_cost": {f"site {i + 1}": p.posted_open_cost[i] for i in range(p.sites)}}
+    rates = M.apply(p, state, Action(op="read_posted_rates"))["posted_rate_per_unit_from"]
+    assert [[rates[f"customer {j + 1}"][f"site {i + 1}"] for j in range(p.customers)] for i in range(p.sites)] \
+        == p.posted_service_cost
+    assert state == M.initial_state(p)
+    facts = {f.key: f for f in M.facts(p, VOCAB)}
+    assert facts["quotes"].probe == "read_posted_opening_costs"
+
+
+@pytest.mark.parametrize("ending", ["commit", "walk away", "turns run out"])
+def test_every_ending_states_the_total_cost_and_its_parts(ending):
+    from envs.agents import tool_call
+    from envs.checks import decision_leaks
+
+    spec = make_spec("facility_location", 1, tier="medium")
+    p = M.params_from_data(spec.params)
+    env = Environment(spec, "hidden")
+    plan = spec.reference.optimal_actions[:-1]  # open, then serve each open site's customers
+    for action in plan:
+        last = env.step(*tool_call(env, action))
+        assert not env.done and ENDING_KEY not in last
+    if ending == "turns run out":  # the budget's last call is a serve call
+        while not env.done:
+            last = env.step(*tool_call(env, plan[-1]))
+        assert env.turns == spec.turn_budget
+    else:
+        last = env.step(*tool_call(env, Action(op="commit_plan" if ending == "commit" else "finish")))
+    ledger = M.ledger(p, env.state)
+    assert ledger["total_cost"] == pytest.approx(-spec.reference.u_star)
+    assert ledger["opening_total"] + ledger["service_total"] + ledger["penalty_total"] == pytest.approx(
+        ledger["total_cost"])
+    assert ledger["opening_total"] > 0 and ledger["service_total"] > 0
+    outcome = last[ENDING_KEY]
+    assert outcome["episode over"] == ("the turns ran out" if ending == "turns run out" else "finished")
+    shown = [v for v in outcome.values() if isinstance(v, (int, float))]
+    for key in ("total_cost", "opening_total", "service_total", "penalty_total"):
+        assert any(v == pytest.approx(ledger[key]) for v in shown), key
+    assert decision_leaks(spec, [env.trajectory]) is None  # no decision showed a cost before the ending

@@ -1,4 +1,5 @@
-"""negotiation: the anchoring rule, exactness against enumeration through the dynamics, data, refusals, policies."""
+"""negotiation: the anchoring rule, exactness against enumeration through the dynamics, data, refusals, the ending's
+ledger, belief from observations only, the players at a seat."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ import pytest
 
 import mechanisms
 from envs.admission import admit, hidden_leaks
+from envs.environment import ENDING_KEY, Environment
+from mechanisms import players
 from mechanisms.base import ActionError
 from mechanisms.negotiation import NegotiationParams, threshold
+from mechanisms.players import Seat, run_policy
 from schemas.envspec import Action
 from setter.corpus import VOCAB_KEYS
 from tests.mechanisms.references.negotiation import reference
@@ -83,10 +87,10 @@ def test_contract_shape():
     for op in ops:
         for arg in op.args.values():
             assert arg.type == "integer" and arg.minimum is not None and arg.maximum is not None
-    assert M.group == "trained" and M.version == 1
+    assert M.group == "trained" and M.version == 2
     assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
                for s, h in M.difficulty_grid)
-    assert M.probe_allowance(p) == 2 * p.deadline + 5 == len(M.probe_order(p))
+    assert M.probe_allowance(p) == 2 * p.deadline + 5 == len(M.probe_order(M.knowledge(p)))
     json.dumps(M.initial_state(p))
 
 
@@ -124,7 +128,9 @@ def test_an_ask_above_the_walkoff_price_ends_the_negotiation():
     state = M.initial_state(p)
     reply = M.apply(p, state, Action(op="make_ask", args={"price": 180}))
     assert state["finished"] and state["status"] == "broken off" and reply["response"] == "broke off"
-    assert M.utility(p, state) == 60.0 - 5.0 == reply["net"]
+    assert M.utility(p, state) == 60.0 - 5.0 == M.ledger(p, state)["net"]
+    assert M.ledger(p, state) == {"status": "broken off", "fallback": 60.0, "used": 1,
+                                  "round costs": 5.0, "net": 55.0}
 
 
 @pytest.mark.parametrize("i", range(25))
@@ -177,9 +183,10 @@ def test_the_default_trusts_the_report_and_sits_inside_the_band():
         actions = o.default_actions
         assert actions[0].op == "read_market_report"
         assert all(a.op == "make_ask" for a in actions[1:])
-        assert actions[1].args["price"] == M._snap(p, p.market_report)
+        nearest = min(p.grid, key=lambda g: (abs(g - p.market_report), -g))
+        assert actions[1].args["price"] == nearest
         prices = [a.args["price"] for a in actions[1:]]
-        assert prices == sorted(prices, reverse=True)
+        assert prices == sorted(prices, reverse=True) and prices[-1] >= (p.price_low + nearest) / 2 - p.price_step
         g = (o.u0 - o.u_idle) / (o.solution.u_star - o.u_idle)
         inside += low <= g <= high and o.u0 < o.solution.u_star
     assert inside >= 90
@@ -326,7 +333,6 @@ def test_no_probe_hands_over_the_acceptance_formula():
 
 
 def test_the_informed_agent_reaches_one_when_every_probe_fits():
-    from envs.difficulty import informed_actions
     from setter.spec import turn_budget
 
     for knobs in [(11, 4), (21, 6), (61, 12)]:
@@ -334,16 +340,24 @@ def test_the_informed_agent_reaches_one_when_every_probe_fits():
             p = _sample(700 + i, *knobs)
             outcome = M.outcome(p)
             budget = turn_budget(M, p, outcome, 1.0)
-            assert len(M.probe_order(p)) == M.probe_allowance(p)
-            u, turns, errors = M.play(p, informed_actions(M, p, budget), budget)
-            assert errors == 0 and turns <= budget
+            assert len(M.probe_order(M.knowledge(p))) == M.probe_allowance(p)
+            actions, u = run_policy(M, p, players.informed(M), budget)
+            assert M.play(p, actions, budget) == (u, len(actions), 0) and len(actions) <= budget
             assert u == pytest.approx(outcome.solution.u_star, abs=1e-9)
 
 
-def test_belief_with_every_probe_solves_to_u_star_and_without_probes_uses_no_hidden_value():
+def _seen(p: NegotiationParams, calls: list[Action]) -> Seat:
+    seat = Seat(M, p)
+    for call in calls:
+        seat.call(call)
+    return seat
+
+
+def test_belief_with_every_probe_is_the_truth_and_otherwise_only_what_was_seen():
     for i in range(6):
         p = _sample(720 + i)
-        assert M.believed(p, M.probe_order(p)) == p
+        order = [Action(op="read_market_report"), *M.probe_order(M.knowledge(p))]
+        assert M.believed(_seen(p, order).known) == p
         data = p.model_dump()
         other = M.params_from_data({**data, "reservation_value": data["reservation_value"] + 1,
                                     "walkoff_price": data["walkoff_price"] + 2,
@@ -351,8 +365,41 @@ def test_belief_with_every_probe_solves_to_u_star_and_without_probes_uses_no_hid
                                     "base_thresholds": [b - 1 for b in data["base_thresholds"]],
                                     "counteroffers": [max(0, o - 1) for o in data["counteroffers"]],
                                     "round_cost": data["round_cost"] + 1, "outside_option": data["outside_option"] + 3})
-        assert M.believed(other, []) == M.believed(p, [])
-        M.solve(M.believed(p, M.probe_order(p)[:6]))
+        report = [Action(op="read_market_report")]
+        assert M.believed(_seen(other, report).known) == M.believed(_seen(p, report).known)
+        assert M.believed(M.knowledge(other)) == M.believed(M.knowledge(p))
+        blind = M.believed(_seen(p, report).known)
+        assert blind.reservation_value == p.market_report and blind.round_cost == p.price_step
+        M.solve(M.believed(_seen(p, order[:7]).known))
+
+
+def test_a_rejected_ask_lowers_the_belief_and_a_passed_round_shows_its_counteroffer():
+    p = M.params_from_data(DATA)
+    seat = _seen(p, [Action(op="probe_reservation_value"), Action(op="probe_base_threshold", args={"round": 1}),
+                     Action(op="probe_anchoring")])
+    assert M.believed(seat.known).base_thresholds == [100, 100, 100]
+    assert seat.call("make_ask", price=100)["response"] == "accepted"  # the belief held: no surprise
+    seat = _seen(p, [Action(op="probe_reservation_value"), Action(op="probe_anchoring")])
+    assert seat.call("make_ask", price=110)["response"] == "rejected"  # round 1: b_1 = 100 < 110
+    assert seat.call("wait_round") == {"round": 2, "next": 3, "table": 125, "finished": False}
+    belief = M.believed(seat.known)
+    assert belief.base_thresholds[0] <= 109 and belief.counteroffers == [0, 0, 125]
+
+
+def test_the_informed_agent_reacts_to_a_refused_ask():
+    """A belief that overrates the counterpart (the anchoring guessed at 40, truly 0): the ask it expected accepted
+    is refused, it believes the round's threshold below that ask and never repeats it."""
+    p = M.params_from_data({**DATA, "anchoring_percent": 0, "base_thresholds": [90, 100, 105],
+                            "counteroffers": [80, 90, 100], "market_report": 160})
+    seat = Seat(M, p)
+    seat.call("read_market_report")
+    M.act_on_belief(seat, M.believed(seat.known))
+    asks = [(a.args["price"], o["response"]) for a, o in seat.known.seen if a.op == "make_ask"]
+    assert seat.over and asks[:2] == [(160, "rejected"), (110, "rejected")]  # anchor, then the believed threshold
+    assert all(price < 110 for price, _ in asks[2:])
+    belief = M.believed(seat.known)
+    assert threshold(belief, 2, 160) < 110 <= threshold(M.believed(_seen(p, [Action(op="read_market_report")]).known),
+                                                       2, 160)
 
 
 def test_heuristics_play_within_the_budget_and_stay_below_u_star():
@@ -362,14 +409,61 @@ def test_heuristics_play_within_the_budget_and_stay_below_u_star():
         p = _sample(740 + i)
         outcome = M.outcome(p)
         budget = turn_budget(M, p, outcome, 1.0)
-        heuristics = M.heuristic_actions(p)
+        heuristics = M.heuristic_policies()
         assert set(heuristics) == {"accept_first", "reservation_concede", "best_unanchored", "best_threshold"}
-        for actions in heuristics.values():
-            u, turns, errors = M.play(p, actions, budget)
-            assert turns <= budget and errors == 0
+        for name, policy in heuristics.items():
+            actions, u = run_policy(M, p, policy, budget)
+            assert M.play(p, actions, budget) == (u, len(actions), 0) and len(actions) <= budget
             assert u <= outcome.solution.u_star + 1e-9
-        # the best plain move is one the exact solver also considers
-        assert M.run(p, heuristics["best_unanchored"]) >= outcome.u_idle - 1e-9
+            if name == "best_unanchored":  # the best plain move is one the exact solver also considers
+                assert u >= outcome.u_idle - 1e-9
+
+
+def test_decisions_state_what_happened_and_every_ending_states_the_deal():
+    p = M.params_from_data(DATA)
+    state = M.initial_state(p)
+    assert M.apply(p, state, Action(op="make_ask", args={"price": 170})) == {
+        "round": 1, "ask": 170, "response": "rejected", "next": 2, "finished": False}  # no counteroffer shown
+    assert M.apply(p, state, Action(op="accept_counteroffer")) == {"round": 2, "status": "deal", "finished": True}
+    assert M.ledger(p, state) == {"status": "deal", "price": 110, "used": 2, "round costs": 10.0,
+                                  "net": 100.0}
+    state = M.initial_state(p)
+    for _ in range(3):
+        M.apply(p, state, Action(op="wait_round"))
+    assert M.ledger(p, state) == {"status": "deadline passed", "fallback": 60.0, "used": 3,
+                                  "round costs": 15.0, "net": 45.0}
+
+
+@pytest.mark.parametrize("ending", ["deal", "walk away", "turns run out"])
+def test_every_ending_shows_the_outcome_through_the_tools(ending):
+    from envs.agents import tool_call
+    from envs.checks import decision_leaks
+
+    spec = make_spec("negotiation", 2, tier="frontier")
+    p = M.params_from_data(spec.params)
+    env = Environment(spec, "hidden")
+    anchor = max(g for g in p.grid if g <= p.walkoff_price)  # above the reservation value: refused
+    last = env.step(*tool_call(env, Action(op="make_ask", args={"price": anchor})))
+    assert not env.done and ENDING_KEY not in last
+    if ending == "deal":
+        while not env.done:
+            last = env.step(*tool_call(env, Action(op="accept_counteroffer")))
+    elif ending == "walk away":
+        last = env.step(*tool_call(env, Action(op="walk_away")))
+    else:
+        while not env.done:
+            last = env.step(*tool_call(env, Action(op="probe_anchoring")))
+    outcome = last[ENDING_KEY]
+    ledger = M.ledger(p, env.state)
+    assert ledger["net"] == pytest.approx(env.utility())
+    assert ledger["round costs"] == pytest.approx(p.round_cost * ledger["used"])
+    shown = [v for v in outcome.values() if isinstance(v, (int, float))]
+    for key in ("net", "used", "round costs"):
+        assert any(v == pytest.approx(ledger[key]) for v in shown), key
+    assert ("price" in ledger) == (ledger["status"] == "deal") != ("fallback" in ledger)
+    if ending == "turns run out":  # as if walked away then
+        assert ledger["status"] == "walked away" and ledger["net"] == p.outside_option - p.round_cost
+    assert decision_leaks(spec, [env.trajectory]) is None
 
 
 @pytest.mark.parametrize("knobs", [(5, 2), (7, 3)])
