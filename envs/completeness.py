@@ -6,7 +6,9 @@ A family declares its facts once (mechanisms.facts). For one environment this ch
 - a fact is not stated in the revealed and written texts;
 - a fact's probe is not a probe operation bound to a tool of the hidden mode;
 - a number a fact states does not appear in any observation of its probe (called with every argument the family's
-  probe order makes, on a fresh state);
+  probe order makes, on a fresh state); a random draw revealed only when its time comes (mechanisms.facts.drawn) is
+  exempt, but the operation that reveals it must be bound to a hidden-mode tool and may not be a probe (no probe
+  tells a future draw);
 - a hidden parameter value (the family's secret numbers) belongs to no fact.
 """
 
@@ -100,6 +102,13 @@ def check_facts(spec: EnvSpec, facts: list[Fact], observations: dict[str, list[A
         if fact.is_rule:
             continue
         op = operations.get(fact.probe)
+        if fact.draw:
+            if op is None or op.kind == "probe":
+                raise Incomplete(f"the draws {fact.key!r} name {fact.probe!r}, which is not an operation that "
+                                 "reveals them when their time comes (an info, decision or clock operation)")
+            if fact.probe not in hidden_tools:
+                raise Incomplete(f"no hidden-mode tool is bound to {fact.probe!r}, which reveals {fact.key!r}")
+            continue
         if op is None or op.kind not in ("probe", "info"):
             raise Incomplete(f"the fact {fact.key!r} names {fact.probe!r}, which is not a probe or info operation")
         if fact.probe not in hidden_tools:

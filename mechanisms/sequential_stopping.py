@@ -22,20 +22,23 @@ Parameters (all can be given as data):
 The knobs: ``size`` is the support size of the offer distribution (2..10 values) and ``horizon`` the
 number of offers n (2..60 rounds).
 
-Hidden mode: every figure has a probe, the future offers included: ``scout_offer`` tells the offer a given round
-will bring (a market scout; one call per round), so the hindsight ceiling is the full-information optimum an
-agent can reach when the budget lets it scout every round. The difficulty tiers give budgets that do not.
+Hidden mode: the distribution, the waiting cost and the fallback each have a probe; no tool tells a future offer
+(an offer is seen when its round arrives: ``view_offer`` and every pass show the offer then on the table). Passing
+round by round takes a turn per round, so ``hold_out`` passes offers until one reaches the threshold the agent lists
+for its round: the optimal online policy in one call, then one call to accept or walk away.
 
 The reference: u* is the HINDSIGHT CEILING ``max(fallback, max_t (x_t - waiting_cost * (t - 1)))``, the
-best choice knowing every draw; the oracle passes until that round in one ``skip_offers`` call and accepts (or
-walks away at once).
+best choice knowing every draw (what the revealed and written modes, which state the draws, can reach); the oracle
+passes until that round in one ``skip_offers`` call and accepts (or walks away at once).
 The Bellman-optimal ONLINE policy, which knows the distribution and only the offers seen so far, comes
 from exact backward induction: W_{n+1} = fallback, tau_t = max(fallback, W_{t+1} - waiting_cost),
 W_t = E[max(X, tau_t)]; accept the offer of round t iff x_t >= tau_t, otherwise pass if
 W_{t+1} - waiting_cost > fallback and walk away if not. Its thresholds tau_t, the values W_t, its expected
 value W_1 and its utility on the drawn offers are recorded in the solver facts and as the baseline
-``online_optimal``. The default policy trusts the sticker: it accepts the first offer at or above the
-posted typical best offer, and the last offer if none reaches it.
+``online_optimal``: the reference a hidden-mode agent can reach (envs.difficulty.reachable). The informed agent and
+the naive prober play that rule on what they believe (a guessed distribution, waiting cost or fallback where they
+did not verify it). The default policy trusts the sticker: it holds out for the posted typical best offer and
+accepts the first offer at or above it, or the last offer if none reaches it.
 """
 
 from __future__ import annotations
@@ -46,9 +49,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mechanisms.base import ActionError, Mechanism, Solution, Tier
-from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
+from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, drawn, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, non_negative, one_entry_each, positive
+from mechanisms.players import Knowledge, Policy, Seat
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -117,8 +121,14 @@ def backward_induction(p: StoppingParams) -> tuple[list[float], list[float]]:
     return thresholds[1:], values[1:]
 
 
+def stop_round(p: StoppingParams, thresholds: list[float], values: list[float]) -> int:
+    """The round at which the online policy stops passing: the last round, or the first where waiting another round
+    is worth no more than the fallback (from there the threshold is the fallback: accept at or above it, else walk)."""
+    return next(t for t in range(1, p.rounds + 1) if t == p.rounds or values[t] - p.waiting_cost <= p.fallback)
+
+
 def online_policy(p: StoppingParams, offers: list[float] | None = None) -> list[Action]:
-    """The Bellman-optimal online policy played on the given offers (default: the drawn ones)."""
+    """The Bellman-optimal online policy played on the given offers (default: the drawn ones), round by round."""
     offers = p.offers if offers is None else offers
     thresholds, values = backward_induction(p)
     actions: list[Action] = []
@@ -134,12 +144,13 @@ def online_policy(p: StoppingParams, offers: list[float] | None = None) -> list[
     return actions
 
 
-Round = Annotated[int, Between(1, "rounds")]  # 1..n: a round number, or how many offers to pass
+Round = Annotated[int, Between(1, "rounds")]  # 1..n: how many offers to pass
+Thresholds = Annotated[list[float], Between(max_items="rounds")]
 
 
 class SequentialStopping(Mechanism[StoppingParams]):
     id = "sequential_stopping"
-    version = 1
+    version = 2
     group = "far_ood_structure"
     summary = "offers arrive one by one from a known distribution; accept one or pass (no recall); optimal stopping"
     Params = StoppingParams
@@ -148,15 +159,20 @@ class SequentialStopping(Mechanism[StoppingParams]):
     default_size = 5
     default_horizon = 8
     difficulty_grid = [(3, 6), (5, 8), (6, 12), (8, 20), (10, 30)]
-    # measured (envs.difficulty): short searches are easy for a naive agent; at medium half the scouting fits; long
-    # searches (from LONG_SEARCH rounds) hide a rare jackpot that naive rules miss (hard), and at frontier only
-    # part of the rounds can be scouted
+    # measured (envs.difficulty, against the optimal online policy on the drawn offers): short searches are easy for
+    # a naive agent; long searches (from LONG_SEARCH rounds) hide a rare jackpot that naive rules often miss. At hard
+    # two of the three figures fit beside the posted sheet and the plan, at frontier one. On one drawn path a naive
+    # rule either catches the jackpot or not, so the measured tier of a long search is mostly frontier or medium;
+    # mid-length searches land in hard's band more often
     difficulty_tiers = {
         "easy": Tier(((3, 4), (3, 6), (4, 6)), 1.0),
-        "medium": Tier(((8, 20), (6, 16)), 0.5),
-        "hard": Tier(((10, 40), (10, 50), (10, 60)), 1.0),
-        "frontier": Tier(((10, 40), (10, 50), (10, 60)), 0.4),
+        "medium": Tier(((8, 32), (10, 36), (6, 31)), 1.0),
+        "hard": Tier(((8, 24), (8, 40), (10, 45)), 0.66),
+        "frontier": Tier(((10, 40), (10, 50), (10, 60)), 0.33),
     }
+    # acting takes two calls (hold out, then accept or walk away): no slack, so that a tier's probe share decides how
+    # many of the three figures fit
+    turn_slack = 0
     u0_band = (-1.5, 0.95)
 
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> StoppingParams:
@@ -217,11 +233,14 @@ class SequentialStopping(Mechanism[StoppingParams]):
         return Solution(u_star, actions, "hindsight maximum over rounds; backward induction for the online policy",
                         facts)
 
-    def default_actions(self, params: StoppingParams) -> list[Action]:
-        """Accept the first offer at or above the posted typical best offer, else the last offer."""
-        p = params
-        t = next((t for t, x in enumerate(p.offers, start=1) if x >= p.posted_best), p.rounds)
-        return [Action(op="read_posted_best"), *_skips(t - 1), Action(op="accept_offer")]
+    def default_policy(self, seat: Seat) -> None:
+        """Reads the posted typical best offer and holds out for it: accepts the first offer at or above it, or the
+        last offer if none reaches it."""
+        sheet = seat.call("read_posted_best")
+        n = seat.known.public["rounds"]
+        if n > 1 and sheet and "posted typical best" in sheet:
+            seat.call("hold_out", thresholds=[float(sheet["posted typical best"])] * (n - 1))
+        seat.call("accept_offer")
 
     def baseline_actions(self, params: StoppingParams) -> dict[str, list[Action]]:
         return {"online_optimal": online_policy(params)}
@@ -243,10 +262,9 @@ class SequentialStopping(Mechanism[StoppingParams]):
 
     # --- operations -------------------------------------------------------------------------
     @probe
-    def probe_offer_distribution(self, p: StoppingParams, state: State) -> Observation:
-        """the possible offer values and the probability of each"""
-        return {"distribution": [{"value": x, "probability": q}
-                                 for x, q in zip(p.offer_values, p.offer_probabilities, strict=True)]}
+    def probe_fallback(self, p: StoppingParams, state: State) -> Observation:
+        """the walk-away value"""
+        return {"fallback": p.fallback}
 
     @probe
     def probe_waiting_cost(self, p: StoppingParams, state: State) -> Observation:
@@ -254,22 +272,14 @@ class SequentialStopping(Mechanism[StoppingParams]):
         return {"waiting cost per pass": p.waiting_cost}
 
     @probe
-    def probe_fallback(self, p: StoppingParams, state: State) -> Observation:
-        """the walk-away value"""
-        return {"fallback": p.fallback}
-
-    @probe
-    def scout_offer(self, p: StoppingParams, state: State, round: Round) -> Observation:
-        """the offer a given round will bring
-
-        Args:
-            round: round number
-        """
-        return {"round": round, "offer": p.offers[round - 1]}
+    def probe_offer_distribution(self, p: StoppingParams, state: State) -> Observation:
+        """the possible offer values and the probability of each"""
+        return {"distribution": [{"value": x, "probability": q}
+                                 for x, q in zip(p.offer_values, p.offer_probabilities, strict=True)]}
 
     @info(decoy=True, estimates="offer")
     def read_posted_best(self, p: StoppingParams, state: State) -> Observation:
-        """the posted typical best offer"""
+        """the posted typical best offer: an outside estimate, not a promise"""
         return {"posted typical best": p.posted_best}
 
     @info
@@ -294,8 +304,7 @@ class SequentialStopping(Mechanism[StoppingParams]):
         self._still_open(state)
         t = state["round"]
         state.update(accepted=t, finished=True)
-        return {"accepted round": t, "offer": p.offers[t - 1], "waiting cost": p.waiting_cost * (t - 1),
-                "total result": self.utility(p, state), "finished": True}
+        return {"accepted round": t, "finished": True}
 
     @clock
     def pass_offer(self, p: StoppingParams, state: State) -> Observation:
@@ -317,12 +326,30 @@ class SequentialStopping(Mechanism[StoppingParams]):
         return self._pass(p, state, count)
 
     @clock
+    def hold_out(self, p: StoppingParams, state: State, thresholds: Thresholds) -> Observation:
+        """pass offers, the current one first, until one reaches the threshold listed for its round
+
+        Args:
+            thresholds: one threshold per round, the current one first: an offer below its round's threshold is
+                passed; the first offer at or above it (or the offer after the last listed round) stays on the table
+        """
+        self._still_open(state)
+        t = state["round"]
+        left = p.rounds - t + 1
+        if len(thresholds) > left:
+            raise ActionError(f"only {left} round(s) remain, cannot list {len(thresholds)} thresholds")
+        count = next((k for k, limit in enumerate(thresholds) if p.offers[t + k - 1] >= limit), len(thresholds))
+        reached = count < len(thresholds)
+        if count == 0:
+            return {"passed": 0, "threshold reached": True, **self._current(p, state)}
+        return {**self._pass(p, state, count), **({} if self.finished(state) else {"threshold reached": reached})}
+
+    @clock
     def finish(self, p: StoppingParams, state: State) -> Observation:
         """walk away now and take the fallback"""
         self._still_open(state)
         state["finished"] = True
-        return {"walked away": True, "fallback": p.fallback, "waiting cost": p.waiting_cost * (state["round"] - 1),
-                "total result": self.utility(p, state), "finished": True}
+        return {"walked away": True, "finished": True}
 
     def _pass(self, p: StoppingParams, state: State, k: int) -> Observation:
         t = state["round"]
@@ -330,9 +357,7 @@ class SequentialStopping(Mechanism[StoppingParams]):
         state["round"] = t + k
         if state["round"] > p.rounds:
             state["finished"] = True
-            return {"passed": k, "offers left": 0, "walked away": True, "fallback": p.fallback,
-                    "waiting cost": p.waiting_cost * p.rounds, "total result": self.utility(p, state),
-                    "finished": True}
+            return {"passed": k, "offers left": 0, "walked away": True, "finished": True}
         return {"passed": k, "waiting cost of these passes": p.waiting_cost * k, **self._current(p, state)}
 
     def utility(self, params: StoppingParams, state: dict[str, Any]) -> float:
@@ -342,21 +367,29 @@ class SequentialStopping(Mechanism[StoppingParams]):
             return float(p.offers[t - 1] - p.waiting_cost * (t - 1))
         return float(p.fallback - p.waiting_cost * (state["round"] - 1))
 
-    # --- facts, belief, heuristics ----------------------------------------------------------
+    def ledger(self, params: StoppingParams, state: dict[str, Any]) -> dict[str, Any]:
+        p, t = params, state["accepted"]
+        if t is not None:
+            return {"accepted round": t, "offer": p.offers[t - 1], "waiting cost": p.waiting_cost * (t - 1),
+                    "total result": self.utility(p, state)}
+        return {"walked away": True, "fallback": p.fallback, "waiting cost": p.waiting_cost * (state["round"] - 1),
+                "total result": self.utility(p, state)}
+
+    # --- facts, belief, players ---------------------------------------------------------------
     def facts(self, params: StoppingParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
         n, per, cur = p.rounds, v["period"], v["currency"]
         odds = "; ".join(f"{x:g} {cur} with probability {q:g}"
                          for x, q in zip(p.offer_values, p.offer_probabilities, strict=True))
-        drawn = "; ".join(f"{t}: {x:g}" for t, x in enumerate(p.offers, start=1))
+        drawn_offers = "; ".join(f"{t}: {x:g}" for t, x in enumerate(p.offers, start=1))
         return [
             rule("structure", f"One {v['deal']} is to be placed. Over {n} {per}s, numbered 1 to {n}, exactly one "
                  f"{v['offer']} arrives per {per}; the {v['offers']} are drawn independently from one distribution "
-                 f"with {p.support} possible values.", n, p.support),
+                 f"with {p.support} possible values, and each is seen only when its {per} arrives.", n, p.support),
             probed("distribution", "probe_offer_distribution", f"The distribution of each {v['offer']}: {odds}.",
                    [*p.offer_values, *p.offer_probabilities]),
-            probed("offers", "scout_offer", f"The {v['offers']} drawn, in {cur}, {per} by {per}: {drawn}.",
-                   p.offers),
+            drawn("offers", "view_offer", f"The {v['offers']} drawn, in {cur}, {per} by {per}: {drawn_offers}.",
+                  p.offers),
             probed("waiting_cost", "probe_waiting_cost", f"Every pass costs {p.waiting_cost:g} {cur} of waiting.",
                    [p.waiting_cost]),
             probed("fallback", "probe_fallback", f"Walking away leaves a fallback of {p.fallback:g} {cur}.",
@@ -374,51 +407,92 @@ class SequentialStopping(Mechanism[StoppingParams]):
                  "made so far: the fallback minus the waiting cost per pass times the number of passes."),
         ]
 
-    def probe_order(self, params: StoppingParams) -> list[Action]:
-        """The fallback, the waiting cost and the distribution (one call each), then each round's offer, earliest
-        first (an early offer costs the least waiting)."""
-        return [Action(op="probe_fallback"), Action(op="probe_waiting_cost"), Action(op="probe_offer_distribution"),
-                *(Action(op="scout_offer", args={"round": t}) for t in range(1, params.rounds + 1))]
+    def public_view(self, params: StoppingParams) -> dict[str, Any]:
+        return {"rounds": params.rounds, "possible offers": params.support}
 
-    def believed(self, params: StoppingParams, probed: list[Action]) -> StoppingParams:
-        """Probed figures are true; an unscouted round brings the lowest possible offer (the agent plans only on
-        what it knows); an unprobed waiting cost is 0, an unprobed fallback 0, an unprobed distribution is even
-        over the scouted offers, the posted figure and one value below them all."""
-        p = params
-        done = {a.op for a in probed}
-        scouted = {a.args["round"] for a in probed if a.op == "scout_offer"}
-        if "probe_offer_distribution" in done:
-            values, probs = list(p.offer_values), list(p.offer_probabilities)
+    def probe_order(self, known: Knowledge) -> list[Action]:
+        """The distribution first (it sets every threshold), then the waiting cost (it lowers them round by round),
+        then the fallback (it matters only near the end, and only when it is above the low offers)."""
+        return [Action(op="probe_offer_distribution"), Action(op="probe_waiting_cost"), Action(op="probe_fallback")]
+
+    def believed(self, known: Knowledge) -> StoppingParams:
+        """Verified figures are true. An unverified distribution is even over the possible number of values, spread
+        from half the posted typical best offer up to it (1, 2, ... when the sheet was not read); an unverified
+        waiting cost is 0 and an unverified fallback 0. The draws are not known: the offers are placeholders (the
+        lowest value), never solved for."""
+        n, k = known.public["rounds"], known.public["possible offers"]
+        sheet = known.latest("read_posted_best")
+        posted = float(sheet["posted typical best"]) if sheet else None
+        odds = known.latest("probe_offer_distribution")
+        if odds is not None:
+            values = [float(row["value"]) for row in odds["distribution"]]
+            probs = [float(row["probability"]) for row in odds["distribution"]]
         else:
-            known = sorted({p.posted_best, *(p.offers[t - 1] for t in scouted)})
-            values = [known[0] - 1.0, *known][:MAX_SUPPORT]
-            probs = [1.0 / len(values)] * len(values)
+            if posted is not None and posted > 0:
+                values = [posted / 2 + posted / 2 * j / max(k - 1, 1) for j in range(k)]
+            else:
+                values = [float(j) for j in range(1, k + 1)]
+            probs = [1.0 / k] * k
             probs[-1] = 1.0 - sum(probs[:-1])
-        low = values[0]
-        offers = [p.offers[t - 1] if t in scouted and p.offers[t - 1] in values else low
-                  for t in range(1, p.rounds + 1)]
-        return StoppingParams(offer_values=values, offer_probabilities=probs, offers=offers,
-                              waiting_cost=p.waiting_cost if "probe_waiting_cost" in done else 0.0,
-                              fallback=p.fallback if "probe_fallback" in done else 0.0,
-                              posted_best=p.posted_best)
+        cost = known.latest("probe_waiting_cost")
+        fallback = known.latest("probe_fallback")
+        return StoppingParams(offer_values=values, offer_probabilities=probs, offers=[values[0]] * n,
+                              waiting_cost=float(cost["waiting cost per pass"]) if cost else 0.0,
+                              fallback=float(fallback["fallback"]) if fallback else 0.0,
+                              posted_best=posted if posted is not None else max(values))
 
-    def heuristic_actions(self, params: StoppingParams) -> dict[str, list[Action]]:
-        """accept_first: take the first offer. above_average: learn the distribution, then pass until an offer at
-        or above its mean arrives (walking away after the last). best_of_three: scout the first three rounds and
-        take the highest of them, ignoring the waiting cost, the fallback and every later round."""
-        p = params
-        mean = sum(x * q for x, q in zip(p.offer_values, p.offer_probabilities, strict=True))
-        above = [Action(op="probe_offer_distribution")]
-        for x in p.offers:
-            if x >= mean:
-                above.append(Action(op="accept_offer"))
-                break
-            above.append(Action(op="pass_offer"))
-        early = range(1, min(3, p.rounds) + 1)
-        best = max(early, key=lambda t: (p.offers[t - 1], -t))
-        three = [*(Action(op="scout_offer", args={"round": t}) for t in early), *_skips(best - 1),
-                 Action(op="accept_offer")]
-        return {"accept_first": [Action(op="accept_offer")], "above_average": above, "best_of_three": three}
+    def planned_calls(self, known: Knowledge, belief: StoppingParams) -> list[Action]:
+        """Hold out for the believed thresholds up to the stop round (one call), then accept or walk away; when the
+        current round is the stop round, look at its offer first."""
+        thresholds, values = backward_induction(belief)
+        now = _current_round(known)
+        last = stop_round(belief, thresholds, values)
+        look = (Action(op="hold_out", args={"thresholds": thresholds[now - 1:last - 1]}) if now < last
+                else Action(op="view_offer"))
+        return [look, Action(op="accept_offer")]
+
+    def act_on_belief(self, seat: Seat, belief: StoppingParams) -> None:
+        """The optimal online rule for the believed distribution, waiting cost and fallback: hold out for each round's
+        threshold until the stop round, then accept the offer on the table if it reaches that round's threshold and
+        walk away if not."""
+        thresholds, _ = backward_induction(belief)
+        look = self.planned_calls(seat.known, belief)[0]
+        seen = seat.call(look)
+        if not seen or "error" in seen or seat.over or not isinstance(seen.get("round"), int):
+            return
+        if seen["offer"] >= thresholds[seen["round"] - 1]:
+            seat.call("accept_offer")
+        else:
+            seat.call("finish")
+
+    def heuristic_policies(self) -> dict[str, Policy]:
+        """accept_first: take the first offer. above_average: verify the distribution, then hold out for an offer
+        at or above its mean (walking away after the last). best_of_three: pass the first three offers, look at them,
+        then take the first offer at least as high as the best of them (the last offer if none is), ignoring the
+        waiting cost and the fallback."""
+
+        def accept_first(seat: Seat) -> None:
+            seat.call("accept_offer")
+
+        def above_average(seat: Seat) -> None:
+            odds = seat.call("probe_offer_distribution")
+            rows = odds.get("distribution", []) if odds else []
+            mean = sum(row["value"] * row["probability"] for row in rows)
+            seen = seat.call("hold_out", thresholds=[float(mean)] * seat.known.public["rounds"])
+            if seen and seen.get("threshold reached"):
+                seat.call("accept_offer")
+
+        def best_of_three(seat: Seat) -> None:
+            n = seat.known.public["rounds"]
+            look = min(3, n - 1)
+            seat.call("skip_offers", count=look)
+            history = seat.call("view_history")
+            best = max((row["offer"] for row in history.get("passed offers", [])), default=0.0) if history else 0.0
+            if n - look > 1:
+                seat.call("hold_out", thresholds=[float(best)] * (n - look - 1))
+            seat.call("accept_offer")
+
+        return {"accept_first": accept_first, "above_average": above_average, "best_of_three": best_of_three}
 
     def secret_numbers(self, params: StoppingParams) -> list[float]:
         p = params
@@ -428,7 +502,16 @@ class SequentialStopping(Mechanism[StoppingParams]):
         return [params.rounds, params.support, *range(1, params.rounds + 1)]
 
     def probe_allowance(self, params: StoppingParams) -> int:
-        return params.rounds + 3  # the three figures and one scout per round
+        return 3  # the distribution, the waiting cost and the fallback
+
+
+def _current_round(known: Knowledge) -> int:
+    """The round whose offer is on the table, from the newest observation that names it (1 before any)."""
+    now = 1
+    for _, seen in known.seen:
+        if isinstance(seen, dict) and isinstance(seen.get("round"), int):
+            now = seen["round"]
+    return now
 
 
 def _skips(count: int) -> list[Action]:

@@ -11,37 +11,34 @@ Parameters (all can be given as data; boxes are numbered 1..n):
 - ``prize_values``: per box, the support of its prize distribution (non-negative, strictly increasing)
 - ``prize_probabilities``: per box, the probability of each support value (positive, summing to 1)
 - ``prizes``: the drawn prize of every box, one of its support values (hidden: seen only on opening); null in
-  a belief (the parameters as an agent knows them before opening anything: the draws are unknown), which
-  solves to Weitzman's online policy and its expected value instead of the hindsight ceiling
+  a belief (the parameters as an agent knows them: the draws are unknown)
 - ``posted_prizes``: the posted "expected prize" of every box (a decoy sticker: a biased estimate of the
   mean that the default policy trusts; when omitted from data it equals the true means)
 
 The knobs: ``size`` is the number of boxes n (2..24) and ``horizon`` the support size of every prize
-distribution (2..10 values; data may give each box its own support size). The sticker's log-normal error grows
-with the support size (sigma 0.3 up to 4 values, then 0.1 more per value).
+distribution (2..10 values; data may give each box its own support size). The sticker's error is log-normal
+(sigma 0.2): it ranks the means roughly and says nothing of a box's upside.
 
 The reference: u* is the HINDSIGHT CEILING ``max(0, max_i (prizes[i] - costs[i]))``: knowing the draws, open
-only the best box (any policy that opens a set S gets max_S prize - sum_S cost <= max_S (prize - cost)).
-The oracle opens that box and claims it. The Weitzman-optimal ONLINE policy knows the distributions and the
-prizes opened so far: each box gets its reservation value sigma_i, the exact root of the piecewise-linear
-equation E[(X_i - sigma_i)^+] = c_i (sigma_i = the top support value when c_i = 0); boxes are opened in
-decreasing sigma (ties: the lower number first), and the search stops as soon as the best prize so far is
-at least the highest remaining sigma (or no box is left). Its expected value, E[max(0, max_i min(X_i,
-sigma_i))], is computed exactly from the distributions. The reservation values, the opening order, that
-expected value and the policy's utility on the drawn prizes are recorded in the solver facts and as the
-baseline ``online_optimal``. The default policy trusts the sticker and never stops early: it ranks boxes by
-posted prize minus cost and opens, in that order, every box whose posted margin is positive (as if each
-box's margin were earned, though only the best prize is kept), in one bulk call.
+only the best box (any policy that opens a set S gets max_S prize - sum_S cost <= max_S (prize - cost)); the
+revealed and written modes, which state the draws, can reach it. The oracle opens that box and keeps it. The
+Weitzman-optimal ONLINE policy knows the distributions and the prizes opened so far: each box gets its reservation
+value sigma_i, the exact root of the piecewise-linear equation E[(X_i - sigma_i)^+] = c_i (sigma_i = the top support
+value when c_i = 0); boxes are opened in decreasing sigma (ties: the lower number first), and the search stops as
+soon as the best prize so far is at least the highest remaining sigma (or no box is left). Its expected value,
+E[max(0, max_i min(X_i, sigma_i))], is computed exactly from the distributions. The reservation values, the opening
+order, that expected value and the policy's utility on the drawn prizes are recorded in the solver facts and as the
+baseline ``online_optimal``: the reference a hidden-mode agent can reach (envs.difficulty.reachable).
 
-Two bulk decisions: ``open_boxes`` opens a list of boxes in order; ``open_until`` opens a list of boxes in order
-but stops before a box once the best prize found reaches that box's threshold: Weitzman's policy in one call (the
-thresholds are the reservation values). Hidden mode: the costs come in one probe, the distributions in one
-probe (or one box at a time), and an appraisal probe tells the prize one box would turn out to hold without
-opening it (one turn each, no fee), so that full information reaches the hindsight ceiling. The informed agent
-probes the costs and the distributions, then appraises boxes by decreasing posted prize; it believes a certain
-prize for an appraised box, the distribution for the others (a point mass at the posted prize if it has not
-probed it), and plays Weitzman's policy on that belief in one ``open_until`` call. With every appraisal it opens
-exactly the best box (u*); when the turns allow only some, it must choose which boxes to appraise.
+Hidden mode: the fees come in one probe, each box's distribution in its own probe, and the posted expected prizes on
+one sheet (outside estimates); no tool tells a prize before its box is opened (opening is the clock step that
+realises it). Two bulk openings: ``open_boxes`` opens a list of boxes in order; ``open_until`` opens a list of boxes
+in order but stops before a box once the best prize found reaches that box's threshold: Weitzman's policy in one call
+(the thresholds are the reservation values). The default policy trusts the sheet and never stops early: it opens
+the top half of the boxes by posted prize (at least two), highest first, in one bulk call, and keeps the best. The
+informed agent verifies the fees, then the distributions of the boxes with the highest posted prizes while its turns
+last; it believes a point mass at the posted prize for a box it did not verify, and plays Weitzman's policy on that
+belief in one ``open_until`` call.
 """
 
 from __future__ import annotations
@@ -53,9 +50,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mechanisms.base import ActionError, Mechanism, Solution, Tier
-from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
+from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, drawn, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import flat, non_negative, one_entry_each, positive
+from mechanisms.players import Knowledge, Policy, Seat
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -63,6 +61,7 @@ MAX_BOXES = 24
 MAX_SUPPORT = 10
 PROBABILITY_TOLERANCE = 1e-9
 TWENTIETHS = 20  # sampled probabilities are multiples of 1/20
+STICKER_NOISE = 0.2  # the log-normal sigma of the posted expected prizes around the true means
 
 
 class WeitzmanParams(BaseModel):
@@ -172,6 +171,18 @@ def weitzman_expected_value(p: WeitzmanParams) -> float:
     return float(expected)
 
 
+def weitzman_plan(p: WeitzmanParams) -> list[Action]:
+    """Weitzman's policy in one call (the draws need not be known): open in decreasing reservation value every box
+    whose reservation value is positive, stopping before a box once the best prize reaches its reservation value;
+    then keep the best. Nothing worth opening: stop at once."""
+    sigmas = reservation_values(p)
+    order = [box for box in opening_order(sigmas) if sigmas[box - 1] > 0]
+    if not order:
+        return [Action(op="finish")]
+    return [Action(op="open_until", args={"boxes": order, "thresholds": [sigmas[b - 1] for b in order]}),
+            Action(op="claim_best")]
+
+
 Box = Annotated[int, Between(1, "boxes"), "number of the option"]  # a box number, 1..n
 # distinct box numbers, in order
 Boxes = Annotated[list[int], Between(1, "boxes", max_items="boxes"),
@@ -180,7 +191,7 @@ Boxes = Annotated[list[int], Between(1, "boxes", max_items="boxes"),
 
 class WeitzmanSearch(Mechanism[WeitzmanParams]):
     id = "weitzman_search"
-    version = 1
+    version = 2
     group = "far_ood_structure"
     summary = "open costly boxes with known prize distributions one at a time, keep the best; Pandora's boxes"
     Params = WeitzmanParams
@@ -189,13 +200,15 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
     default_size = 6
     default_horizon = 3
     difficulty_grid = [(3, 3), (4, 4), (6, 3), (8, 4), (10, 6)]
+    # measured (envs.difficulty, against Weitzman's online policy on the drawn prizes): small searches are easy; from
+    # medium on the fees and only part of the distributions fit, and the posted sheet is the only guide to which boxes
+    # are worth verifying. On one drawn path a naive rule often matches the online policy's luck, so few environments
+    # land in hard's band (a heuristic between 0.5 and 0.75 with a skill gap)
     difficulty_tiers = {
-        "easy": Tier(((2, 2), (3, 2), (3, 3)), 1.0),
-        "medium": Tier(((4, 3), (5, 4), (6, 3)), 0.4),
-        # hard: every probe fits, and still no heuristic gets half-way; frontier: the same search, a third of
-        # the probes
-        "hard": Tier(((12, 9), (14, 9), (10, 9)), 1.0),
-        "frontier": Tier(((12, 9), (14, 9), (10, 9)), 0.3),
+        "easy": Tier(((5, 3), (6, 3), (4, 4)), 1.0),
+        "medium": Tier(((8, 4), (10, 6), (8, 5)), 0.5),
+        "hard": Tier(((12, 9), (14, 9), (10, 9)), 0.4),
+        "frontier": Tier(((12, 9), (14, 9), (10, 9)), 0.25),
     }
     turn_slack = 2  # so that a tier's probe share, not the slack, decides how much of the information fits
     u0_band = (-1.0, 0.95)
@@ -203,7 +216,6 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> WeitzmanParams:
         n, k = int(size), int(horizon)
         values, probs, costs, prizes, posted = [], [], [], [], []
-        noise = 0.3 + 0.1 * max(0, k - 4)  # the sticker grows noisier with the support size
         for _ in range(n):
             low = int(rng.integers(0, 41))
             spread = int(rng.integers(max(k, 15), 121))
@@ -219,22 +231,16 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
             values.append(vs)
             probs.append(qs)
             prizes.append(float(rng.choice(vs, p=np.asarray(qs) / np.sum(qs))))
-            posted.append(float(max(0, round(mean * float(np.exp(rng.normal(0.0, noise)))))))
+            posted.append(float(max(0, round(mean * float(np.exp(rng.normal(0.0, STICKER_NOISE)))))))
         return WeitzmanParams(costs=costs, prize_values=values, prize_probabilities=probs, prizes=prizes,
                               posted_prizes=posted)
 
     # --- reference ------------------------------------------------------------------------
     def solve(self, params: WeitzmanParams) -> Solution:
         p = params
+        if p.prizes is None:
+            raise ValueError("a belief knows no draw: plan on it with weitzman_plan, solve only drawn parameters")
         sigmas = reservation_values(p)
-        if p.prizes is None:  # a belief: the draws are unknown, Weitzman's policy is optimal
-            order = [box for box in opening_order(sigmas) if sigmas[box - 1] > 0]
-            actions = ([Action(op="open_until", args={"boxes": order,
-                                                       "thresholds": [sigmas[b - 1] for b in order]}),
-                        Action(op="claim_best")] if order else [Action(op="finish")])
-            facts = {"boxes": p.boxes, "reservation_values": sigmas, "opening_order": opening_order(sigmas)}
-            return Solution(weitzman_expected_value(p), actions, "Weitzman reservation values (the draws unknown)",
-                            facts)
         best_box, best = 0, 0.0
         for i in range(p.boxes):
             if p.prizes[i] - p.costs[i] > best:
@@ -256,12 +262,13 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
         return Solution(u_star, actions, "hindsight maximum over boxes; Weitzman reservation values for the online "
                         "policy", facts)
 
-    def default_actions(self, params: WeitzmanParams) -> list[Action]:
-        """Open, by decreasing posted prize minus cost, every box whose posted margin is positive (one call)."""
-        p = params
-        margins = [p.posted_prizes[i] - p.costs[i] for i in range(p.boxes)]
-        order = [i + 1 for i in sorted(range(p.boxes), key=lambda i: (-margins[i], i)) if margins[i] > 0]
-        return [*([Action(op="open_boxes", args={"boxes": order})] if order else []), Action(op="claim_best")]
+    def default_policy(self, seat: Seat) -> None:
+        """Reads the posted sheet and opens the top half of the boxes by posted prize (at least two), highest first,
+        in one call, never stopping early; then keeps the best."""
+        posted = _posted(seat.call("read_posted_prizes"), seat.known.public["boxes"])
+        ranked = sorted(posted, key=lambda j: (-posted[j], j))
+        seat.call("open_boxes", boxes=ranked[:max(2, (len(ranked) + 1) // 2)])
+        seat.call("claim_best")
 
     def baseline_actions(self, params: WeitzmanParams) -> dict[str, list[Action]]:
         return {"online_optimal": weitzman_policy(params)}
@@ -280,19 +287,11 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
         if self.finished(state):
             raise ActionError("the search is over")
 
-    @staticmethod
-    def _thresholds(value: Any, count: int) -> list[float]:
-        if (not isinstance(value, list) or len(value) != count
-                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-                           for x in value)):
-            raise ActionError(f"argument 'thresholds' must be a list of {count} numbers, one per entry of 'boxes'")
-        return [float(x) for x in value]
-
     # --- operations -------------------------------------------------------------------------
     @probe
-    def probe_cost(self, p: WeitzmanParams, state: State, box: Box) -> Observation:
-        """the opening cost of one box"""
-        return {"box": box, "fee": p.costs[box - 1]}
+    def probe_all_costs(self, p: WeitzmanParams, state: State) -> Observation:
+        """the opening cost of every box"""
+        return {"fees": {f"box {j}": p.costs[j - 1] for j in range(1, p.boxes + 1)}}
 
     @probe
     def probe_prize_distribution(self, p: WeitzmanParams, state: State, box: Box) -> Observation:
@@ -301,27 +300,10 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
         return {"box": box, "values": list(values), "probabilities": list(probs),
                 "expected value": round(float(sum(v * q for v, q in zip(values, probs, strict=True))), 6)}
 
-    @probe
-    def probe_all_costs(self, p: WeitzmanParams, state: State) -> Observation:
-        """the opening cost of every box"""
-        return {"fees": {f"box {j}": p.costs[j - 1] for j in range(1, p.boxes + 1)}}
-
-    @probe
-    def probe_all_distributions(self, p: WeitzmanParams, state: State) -> Observation:
-        """the possible prizes of every box and their probabilities"""
-        return {"distributions": {f"box {j}": {"values": list(p.prize_values[j - 1]),
-                                               "probabilities": list(p.prize_probabilities[j - 1])}
-                                  for j in range(1, p.boxes + 1)}}
-
-    @probe
-    def probe_draw(self, p: WeitzmanParams, state: State, box: Box) -> Observation:
-        """the prize one box would turn out to hold, without opening it"""
-        return {"box": box, "value if investigated": p.prizes[box - 1]}
-
     @info(decoy=True, estimates="expected value")
-    def read_posted_prize(self, p: WeitzmanParams, state: State, box: Box) -> Observation:
-        """the posted expected prize of one box"""
-        return {"box": box, "posted expected value": p.posted_prizes[box - 1]}
+    def read_posted_prizes(self, p: WeitzmanParams, state: State) -> Observation:
+        """the posted expected prize of every box: outside estimates, not the distributions"""
+        return {"posted expected values": {f"box {j}": p.posted_prizes[j - 1] for j in range(1, p.boxes + 1)}}
 
     @info
     def list_boxes(self, p: WeitzmanParams, state: State) -> Observation:
@@ -341,7 +323,7 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
             return {"box": box, "open": True, "prize": p.prizes[box - 1]}
         return {"box": box, "open": False}
 
-    @decision
+    @clock
     def open_box(self, p: WeitzmanParams, state: State, box: Box) -> Observation:
         """pay the cost of one closed box and see its prize"""
         self._still_open(state)
@@ -350,12 +332,12 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
         state["opened"] = [*state["opened"], box]
         return {"box": box, "prize": p.prizes[box - 1], "fee": p.costs[box - 1], **self._summary(p, state)}
 
-    @decision
+    @clock
     def open_boxes(self, p: WeitzmanParams, state: State, boxes: Boxes) -> Observation:
         """open a list of closed boxes in order"""
         return self._open_in_order(p, state, boxes, [math.inf] * len(boxes))
 
-    @decision
+    @clock
     def open_until(self, p: WeitzmanParams, state: State, boxes: Boxes,
                    thresholds: Annotated[list[float], Between(max_items="boxes")]) -> Observation:
         """open a list of closed boxes in order, stopping before a box once the best prize found reaches its threshold
@@ -363,7 +345,9 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
         Args:
             thresholds: one threshold per option
         """
-        return self._open_in_order(p, state, boxes, self._thresholds(thresholds, len(boxes)))
+        if len(thresholds) != len(boxes):
+            raise ActionError(f"argument 'thresholds' must list {len(boxes)} numbers, one per entry of 'boxes'")
+        return self._open_in_order(p, state, boxes, thresholds)
 
     def _open_in_order(self, p: WeitzmanParams, state: State, boxes: list[int], limits: list[float]) -> Observation:
         """Open the boxes in order, stopping before a box once the best prize found reaches its limit."""
@@ -381,20 +365,25 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
         state["opened"] = opened
         return self._summary(p, state)
 
-    @clock
+    @decision
     def claim_best(self, p: WeitzmanParams, state: State) -> Observation:
         """stop searching and keep the best prize found"""
-        return self._stop(p, state, claimed=True)
+        self._still_open(state)
+        state.update(claimed=True, finished=True)
+        return {"kept": self._best_box(p, state), "finished": True}
 
     @clock
     def finish(self, p: WeitzmanParams, state: State) -> Observation:
         """stop now; the best prize found so far stands"""
-        return self._stop(p, state, claimed=False)
-
-    def _stop(self, p: WeitzmanParams, state: State, claimed: bool) -> Observation:
         self._still_open(state)
-        state.update(claimed=claimed, finished=True)
-        return {**self._summary(p, state), "net value": self.utility(p, state), "finished": True}
+        state.update(claimed=False, finished=True)
+        return {"kept": self._best_box(p, state), "finished": True}
+
+    @staticmethod
+    def _best_box(p: WeitzmanParams, state: dict[str, Any]) -> int | None:
+        """The opened box with the best prize (the first opened among equals), None when none is open."""
+        opened = state["opened"]
+        return max(opened, key=lambda j: (p.prizes[j - 1], -opened.index(j))) if opened else None
 
     def utility(self, params: WeitzmanParams, state: dict[str, Any]) -> float:
         opened = state["opened"]
@@ -402,7 +391,10 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
             return 0.0
         return float(max(params.prizes[j - 1] for j in opened) - sum(params.costs[j - 1] for j in opened))
 
-    # --- rendering facts ------------------------------------------------------------------
+    def ledger(self, params: WeitzmanParams, state: dict[str, Any]) -> dict[str, Any]:
+        return {**self._summary(params, state), "net value": self.utility(params, state)}
+
+    # --- facts, belief, players ---------------------------------------------------------------
     def facts(self, params: WeitzmanParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
         n = p.boxes
@@ -414,16 +406,16 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
         draws = "; ".join(f"{j + 1}: {p.prizes[j]:g}" for j in range(n))
         return [
             rule("structure", f"There are {n} {v['options']}, numbered 1 to {n}. Investigating one costs its fee and "
-                 "reveals its value, drawn independently from its own distribution; an appraisal tells what value "
-                 f"one {v['option']} would turn out to have, without investigating it or paying its fee.", n),
+                 "reveals its value, drawn independently from its own distribution; the value of "
+                 f"a {v['option']} is seen only once it is investigated.", n),
             probed("fees", "probe_all_costs", f"The fee of each {v['option']}, in {v['currency']}: {fees}.",
                    p.costs),
-            probed("distributions", "probe_all_distributions", f"The values each {v['option']} can turn out to "
+            probed("distributions", "probe_prize_distribution", f"The values each {v['option']} can turn out to "
                    f"have, in {v['currency']}, each with its probability in brackets: {odds}.",
                    [*(x for row in p.prize_values for x in row), *(q for row in p.prize_probabilities for q in row)]),
-            probed("draws", "probe_draw", f"The value each {v['option']} would turn out to have if investigated, "
-                   f"in {v['currency']}: {draws}.", p.prizes),
-            probed("posted", "read_posted_prize", f"The {v['sticker']} quotes these expected values in "
+            drawn("draws", "open_box", f"The value each {v['option']} turns out to have when investigated, in "
+                  f"{v['currency']}: {draws}.", p.prizes),
+            probed("posted", "read_posted_prizes", f"The {v['sticker']} quotes these expected values in "
                    f"{v['currency']} (an outside estimate, not the distribution): {posted}.", p.posted_prizes),
             rule("search", f"{v['options'][:1].upper() + v['options'][1:]} are investigated one at a time (or a "
                  "list of them in one call, in order), in any order, each at most once; fees are never refunded, "
@@ -437,43 +429,55 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
                  "investigated so far, as if the best one found were kept."),
         ]
 
-    def probe_order(self, params: WeitzmanParams) -> list[Action]:
-        """Every fee and every distribution in one call each, then each box's appraisal by decreasing posted
-        expected value."""
-        p = params
-        ranked = sorted(range(1, p.boxes + 1), key=lambda j: (-p.posted_prizes[j - 1], j))
-        return [Action(op="probe_all_costs"), Action(op="probe_all_distributions"),
-                *(Action(op="probe_draw", args={"box": j}) for j in ranked)]
+    def public_view(self, params: WeitzmanParams) -> dict[str, Any]:
+        return {"boxes": params.boxes}
 
-    def believed(self, params: WeitzmanParams, probed: list[Action]) -> WeitzmanParams:
-        """The draws are not known as such (None): an appraised box is a certain value at its appraisal; probed fees
-        and distributions are true; an unprobed distribution is a certain value at the posted expected value;
-        unprobed fees are 0."""
-        p = params
-        known = {a.args["box"] for a in probed if a.op == "probe_prize_distribution"}
-        if any(a.op == "probe_all_distributions" for a in probed):
-            known = set(range(1, p.boxes + 1))
-        drawn = {a.args["box"] for a in probed if a.op == "probe_draw"}
-        fees_known = any(a.op == "probe_all_costs" for a in probed)
-        fee_of = {a.args["box"] for a in probed if a.op == "probe_cost"}
-        costs = [p.costs[j - 1] if fees_known or j in fee_of else 0.0 for j in range(1, p.boxes + 1)]
-        values = [[p.prizes[j - 1]] if j in drawn else list(p.prize_values[j - 1]) if j in known
-                  else [p.posted_prizes[j - 1]] for j in range(1, p.boxes + 1)]
-        probs = [[1.0] if j in drawn else list(p.prize_probabilities[j - 1]) if j in known else [1.0]
-                 for j in range(1, p.boxes + 1)]
+    def probe_order(self, known: Knowledge) -> list[Action]:
+        """Every fee in one call (a fee sets how much a box's upside is worth), then each box's distribution by
+        decreasing posted prize (the boxes the search would open first)."""
+        posted = _posted(known.latest("read_posted_prizes"), known.public["boxes"])
+        ranked = sorted(posted, key=lambda j: (-posted[j], j))
+        return [Action(op="probe_all_costs"), *(Action(op="probe_prize_distribution", args={"box": j})
+                                                for j in ranked)]
+
+    def believed(self, known: Knowledge) -> WeitzmanParams:
+        """The draws are not known (None). Verified fees and distributions are true; an unverified distribution is a
+        point mass at the posted prize (0 when the sheet was not read); unverified fees are 0."""
+        n = known.public["boxes"]
+        posted = _posted(known.latest("read_posted_prizes"), n)
+        fees = known.latest("probe_all_costs")
+        costs = [float(fees["fees"][f"box {j}"]) if fees else 0.0 for j in range(1, n + 1)]
+        values = [[max(0.0, posted[j])] for j in range(1, n + 1)]
+        probs = [[1.0] for _ in range(n)]
+        for _, seen in known.observations("probe_prize_distribution"):
+            values[seen["box"] - 1] = [float(x) for x in seen["values"]]
+            probs[seen["box"] - 1] = [float(q) for q in seen["probabilities"]]
         return WeitzmanParams(costs=costs, prize_values=values, prize_probabilities=probs, prizes=None,
-                              posted_prizes=list(p.posted_prizes))
+                              posted_prizes=[posted[j] for j in range(1, n + 1)])
 
-    def heuristic_actions(self, params: WeitzmanParams) -> dict[str, list[Action]]:
-        """best_posted: read every fee, investigate the one with the highest posted value minus fee, keep it.
-        posted_pair: read every fee, investigate the two with the highest posted value minus fee, keep the best."""
-        p = params
-        margins = [p.posted_prizes[i] - p.costs[i] for i in range(p.boxes)]
-        ranked = [i + 1 for i in sorted(range(p.boxes), key=lambda i: (-margins[i], i)) if margins[i] > 0]
-        fees, keep = Action(op="probe_all_costs"), Action(op="claim_best")
-        best_posted = [fees, *([Action(op="open_box", args={"box": ranked[0]})] if ranked else []), keep]
-        pair = [fees, *(Action(op="open_box", args={"box": j}) for j in ranked[:2]), keep]
-        return {"best_posted": best_posted, "posted_pair": pair}
+    def planned_calls(self, known: Knowledge, belief: WeitzmanParams) -> list[Action]:
+        """Weitzman's policy on the belief in one open_until call (it stops by itself), then keep the best."""
+        return weitzman_plan(belief)
+
+    def heuristic_policies(self) -> dict[str, Policy]:
+        """best_posted: read the sheet and every fee, investigate the one with the highest posted value minus fee,
+        keep it. posted_pair: the same with the two highest."""
+
+        def top(count: int) -> Policy:
+            def policy(seat: Seat) -> None:
+                n = seat.known.public["boxes"]
+                posted = _posted(seat.call("read_posted_prizes"), n)
+                fees = seat.call("probe_all_costs")
+                fee = {j: fees["fees"][f"box {j}"] if fees and "fees" in fees else 0.0 for j in range(1, n + 1)}
+                margin = {j: posted[j] - fee[j] for j in range(1, n + 1)}
+                ranked = [j for j in sorted(margin, key=lambda j: (-margin[j], j)) if margin[j] > 0]
+                if ranked:
+                    seat.call("open_boxes", boxes=ranked[:count])
+                seat.call("claim_best")
+
+            return policy
+
+        return {"best_posted": top(1), "posted_pair": top(2)}
 
     def secret_numbers(self, params: WeitzmanParams) -> list[float]:
         p = params
@@ -484,7 +488,13 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
         return [params.boxes, *range(0, params.boxes + 1)]
 
     def probe_allowance(self, params: WeitzmanParams) -> int:
-        return params.boxes + 2  # all the costs and all the distributions at once, every box's appraisal
+        return params.boxes + 1  # all the fees at once, every box's distribution
+
+
+def _posted(sheet: dict[str, Any] | None, n: int) -> dict[int, float]:
+    """The posted expected prize of every box from the sheet (0 for every box when it was not read)."""
+    rows = sheet.get("posted expected values", {}) if sheet else {}
+    return {j: float(rows.get(f"box {j}", 0.0)) for j in range(1, n + 1)}
 
 
 register(WeitzmanSearch())

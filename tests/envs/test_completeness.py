@@ -9,7 +9,7 @@ import pytest
 import mechanisms
 from envs.admission import admit
 from envs.completeness import Incomplete, check_facts, observed_numbers
-from mechanisms.facts import BUDGET_END, OBJECTIVE, probed, rule
+from mechanisms.facts import BUDGET_END, OBJECTIVE, drawn, probed, rule
 from setter.corpus import passage_vocabulary
 from tests.support import make_spec
 
@@ -52,7 +52,7 @@ def test_a_probe_that_does_not_reveal_what_the_fact_states_is_refused(spec):
     with pytest.raises(Incomplete, match="states 123456, which no call of 'probe_value' reveals"):
         check_facts(spec, facts)
     facts = _replace(_facts(spec), "values", probe="read_ratings")  # the sticker tool shows ratings, not values
-    with pytest.raises(Incomplete, match="which no call of 'read_rating' reveals"):
+    with pytest.raises(Incomplete, match="which no call of 'read_ratings' reveals"):
         check_facts(spec, facts)
 
 
@@ -98,6 +98,28 @@ def test_a_rule_with_public_numbers_is_fine_and_one_with_hidden_numbers_is_not(s
     with pytest.raises(Incomplete, match="carries the hidden value"):
         check_facts(spec, [*_facts(spec), rule("oops", structure, hidden)])
     check_facts(spec, [*_facts(spec), probed("again", "probe_capacity", capacities, [hidden])])
+
+
+def test_a_random_draw_is_revealed_when_its_time_comes_and_never_by_a_probe():
+    """Issue 26: a draw (an offer that arrives later, a value seen on opening) is declared with `drawn`: no call on a
+    fresh state must show it, but the operation that reveals it must be bound to a tool and may not be a probe."""
+    spec = make_spec("sequential_stopping", 0)
+    facts = _facts(spec)
+    offers = next(f for f in facts if f.key == "offers")
+    assert offers.draw and offers.probe == "view_offer"
+    check_facts(spec, facts)  # the later offers appear in no fresh observation, and that is what a draw is
+    as_probed = _replace(facts, "offers", draw=False)  # declared as an ordinary fact, the future offers are unreached
+    with pytest.raises(Incomplete, match="which no call of 'view_offer' reveals"):
+        check_facts(spec, as_probed)
+    with pytest.raises(Incomplete, match="not an operation that reveals them when their time comes"):
+        check_facts(spec, _replace(facts, "offers", probe="probe_offer_distribution"))  # a probe: a look-ahead
+    with pytest.raises(Incomplete, match="not an operation that reveals them"):
+        check_facts(spec, _replace(facts, "offers", probe="no_such_operation"))
+    broken = spec.model_copy(deep=True)
+    broken.rendering.tools = [t for t in broken.rendering.tools if t.operation != "view_offer"]
+    with pytest.raises(Incomplete, match="no hidden-mode tool is bound to 'view_offer', which reveals 'offers'"):
+        check_facts(broken, facts)
+    assert drawn("k", "open_box", "s", [1, 2]).draw and not probed("k", "probe_value", "s", [1]).draw
 
 
 def test_observed_numbers_reads_nested_observations_and_ignores_flags():

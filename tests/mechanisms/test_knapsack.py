@@ -53,7 +53,7 @@ def test_contract_shape():
     for op in ops:
         for arg in op.args.values():
             assert arg.type == "integer" and arg.minimum == 1 and arg.maximum == p.items
-    assert M.group == "near_ood" and M.version == 1
+    assert M.group == "near_ood" and M.version == 2
     assert M.size_range == (4, 20) and M.horizon_range == (1, 11)
     assert M.probe_allowance(p) == 2 * p.items + 1
     text = M.describe(p, VOCAB)

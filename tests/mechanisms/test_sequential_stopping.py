@@ -213,10 +213,17 @@ def test_contract_shape():
     assert len(ops) >= 10 and {op.kind for op in ops} == {"probe", "info", "decision", "clock"}
     assert [op.name for op in ops if op.decoy] == ["read_posted_best"]
     assert "finish" in {op.name for op in ops} and len({op.name for op in ops}) == len(ops)
+    assert {name: op.kind for op in ops for name in [op.name] if op.kind == "probe"} == {
+        "probe_fallback": "probe", "probe_waiting_cost": "probe", "probe_offer_distribution": "probe"}
     for op in ops:
-        for arg in op.args.values():
-            assert arg.type == "integer" and arg.minimum == 1 and arg.maximum == p.rounds
-    assert M.group == "far_ood_structure" and M.version == 1
+        for name, arg in op.args.items():
+            if name == "thresholds":
+                assert op.name == "hold_out" and arg.type == "array" and arg.items == "number"
+                assert arg.max_items == p.rounds
+                continue
+            assert name == "count" and arg.type == "integer" and arg.minimum == 1 and arg.maximum == p.rounds
+    assert M.group == "far_ood_structure" and M.version == 2
+    assert M.probe_allowance(p) == 3 == len(M.listing_order(M.knowledge(p)))
     assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
                for s, h in M.difficulty_grid)
     assert 3 <= len(M.difficulty_grid) <= 6
@@ -241,7 +248,40 @@ def test_describe_states_every_fact_and_the_rules_carry_no_hidden_number():
     assert 4 in M.public_numbers(p) and 3 in M.public_numbers(p)
 
 
-def test_only_the_scout_reveals_a_future_offer():
+def _redrawn(p: StoppingParams, seed: int, keep: int = 1) -> StoppingParams:
+    """The same instance with every offer after the first `keep` drawn anew from the distribution."""
+    rng = np.random.default_rng(seed)
+    later = rng.choice(p.offer_values, size=p.rounds - keep, p=np.asarray(p.offer_probabilities)).tolist()
+    return _with_offers(p, [*p.offers[:keep], *later])
+
+
+def _fresh_observations(p: StoppingParams) -> dict[str, list]:
+    """Every probe and info call (each argument the listing makes) on a fresh state."""
+    from envs.completeness import operation_observations
+
+    operations = [op for op in M.operations(p) if op.kind in ("probe", "info")]
+    return operation_observations(M, p, operations)
+
+
+@pytest.mark.parametrize("knobs", [(3, 4), (5, 8), (10, 40)])
+def test_no_tool_reveals_a_future_offer(knobs):
+    """Issue 26: uncertainty stays uncertain. On a fresh state the offer of round 1 is on the table; every probe and
+    info call shows the same thing whatever the offers of the later rounds are, so none tells a future draw."""
+    for i in range(4):
+        p = _sample(500 + i, *knobs)
+        seen = _fresh_observations(p)
+        assert set(seen) == {"probe_fallback", "probe_waiting_cost", "probe_offer_distribution", "read_posted_best",
+                             "view_offer", "view_history", "view_calendar"}
+        for seed in range(6):
+            q = _redrawn(p, seed)
+            assert _fresh_observations(q) == seen
+        # and the later offers really differ across the redraws (the check above could not pass by accident)
+        assert len({tuple(_redrawn(p, seed).offers) for seed in range(6)}) > 1
+    # no operation is a look-ahead: the only ways to see an offer are the view of the current one and passing
+    assert not any("scout" in op.name or op.name == "probe_draw" for op in M.operations(p))
+
+
+def test_an_offer_is_seen_when_its_round_arrives():
     p = M.params_from_data({"offer_values": [101, 133, 177, 205], "offer_probabilities": [0.4, 0.3, 0.2, 0.1],
                             "offers": [101, 205, 177, 133], "waiting_cost": 7, "fallback": 61, "posted_best": 250})
     state = M.initial_state(p)
@@ -249,24 +289,62 @@ def test_only_the_scout_reveals_a_future_offer():
         if op.kind in ("probe", "info") and not op.args:
             reply = M.apply(p, state, Action(op=op.name))
             if op.name != "probe_offer_distribution":
-                assert "205" not in json.dumps(reply)
-    assert M.apply(p, state, Action(op="scout_offer", args={"round": 2})) == {"round": 2, "offer": 205.0}
+                assert "205" not in json.dumps(reply) and "177" not in json.dumps(reply)
     assert M.apply(p, state, Action(op="view_offer"))["offer"] == 101
     assert M.apply(p, state, Action(op="view_history")) == {"passed offers": []}
     reply = M.apply(p, state, Action(op="pass_offer"))
     assert reply["offer"] == 205 and reply["waiting cost so far"] == 7
     assert M.apply(p, state, Action(op="view_history")) == {"passed offers": [{"round": 1, "offer": 101.0}]}
+    # accepting states what was done; the result is the ending's (the environment appends the ledger)
+    assert M.apply(p, state, Action(op="accept_offer")) == {"accepted round": 2, "finished": True}
+    assert M.ledger(p, state) == {"accepted round": 2, "offer": 205.0, "waiting cost": 7.0, "total result": 198.0}
+
+
+def test_the_offers_are_declared_as_draws_revealed_when_their_round_arrives():
+    facts = {f.key: f for f in M.facts(_sample(3), VOCAB)}
+    offers = facts["offers"]
+    assert offers.draw and offers.probe == "view_offer" and offers.numbers == tuple(_sample(3).offers)
+    assert not any(f.draw for key, f in facts.items() if key != "offers")
+
+
+def test_hold_out_passes_until_an_offer_reaches_its_rounds_threshold():
+    p = M.params_from_data({"offer_values": [10, 20, 30], "offer_probabilities": [0.5, 0.3, 0.2],
+                            "offers": [20, 10, 30, 20, 10], "waiting_cost": 1, "fallback": 5, "posted_best": 35})
+    state = M.initial_state(p)
+    reply = M.apply(p, state, Action(op="hold_out", args={"thresholds": [25, 15, 40]}))
+    # round 1 (20 < 25) and round 2 (10 < 15) are passed, round 3 (30 < 40) too: the list ends at round 4
+    assert reply == {"passed": 3, "waiting cost of these passes": 3.0, "round": 4, "offer": 20.0, "offers left": 1,
+                     "waiting cost so far": 3.0, "threshold reached": False}
+    assert state["passed"] == [1, 2, 3] and not M.finished(state)
+    state = M.initial_state(p)
+    reply = M.apply(p, state, Action(op="hold_out", args={"thresholds": [25, 10, 40]}))
+    assert reply["round"] == 2 and reply["passed"] == 1 and reply["threshold reached"]
+    state = M.initial_state(p)
+    reply = M.apply(p, state, Action(op="hold_out", args={"thresholds": [20]}))
+    assert reply["round"] == 1 and reply["passed"] == 0 and reply["threshold reached"] and state["passed"] == []
+    # holding out past the last round walks away after every pass
+    state = M.initial_state(p)
+    reply = M.apply(p, state, Action(op="hold_out", args={"thresholds": [99] * 5}))
+    assert reply["walked away"] and M.finished(state) and M.utility(p, state) == 5 - 5
+    late = M.initial_state(p)
+    M.apply(p, late, Action(op="skip_offers", args={"count": 3}))
+    before = copy.deepcopy(late)
+    for bad in ([1, 2, 3], [], "x", [1, float("nan")], None):
+        with pytest.raises(ActionError):
+            M.apply(p, late, Action(op="hold_out", args={"thresholds": bad}))
+        assert late == before
 
 
 def test_default_trusts_the_sticker():
     p = M.params_from_data({"offer_values": [10, 20, 30], "offer_probabilities": [0.5, 0.3, 0.2],
                             "offers": [20, 30, 10, 20], "waiting_cost": 1, "fallback": 5, "posted_best": 35})
     actions = M.default_actions(p)
-    assert actions[0] == Action(op="read_posted_best")
-    assert actions[1:] == [Action(op="skip_offers", args={"count": 3}), Action(op="accept_offer")]
+    assert actions == [Action(op="read_posted_best"), Action(op="hold_out", args={"thresholds": [35.0] * 3}),
+                       Action(op="accept_offer")]
     assert M.run(p, actions) == 17.0 and M.solve(p).u_star == 29.0
     q = M.params_from_data({**p.model_dump(), "posted_best": 25})
-    assert M.default_actions(q)[1:] == [Action(op="skip_offers", args={"count": 1}), Action(op="accept_offer")]
+    assert M.default_actions(q)[1] == Action(op="hold_out", args={"thresholds": [25.0] * 3})
+    assert M.run(q, M.default_actions(q)) == 29.0
     assert not any(M.operation(p, a.op).kind == "probe" for a in actions)
 
 
@@ -347,30 +425,66 @@ def _budget(p, share=1.0):
     return turn_budget(M, p, M.outcome(p), share)
 
 
-def test_the_informed_agent_reaches_one_when_every_probe_fits():
-    from envs.difficulty import facts_fit, informed_actions
+def _seat_play(p, policy, budget=None):
+    from mechanisms.players import run_policy
 
-    for i in range(8):
-        p = _sample(i)
+    return run_policy(M, p, policy, budget)
+
+
+def test_the_informed_agent_plays_the_online_optimum_when_every_probe_fits():
+    """Knowing the three figures (never a draw), the informed agent plays the Bellman rule: it reaches the recorded
+    online-optimal utility, the reachable reference; u* stays the hindsight ceiling above it."""
+    from envs.difficulty import facts_fit, reachable
+    from mechanisms.players import informed
+
+    for i in range(12):
+        p = _sample(i, *[(3, 6), (5, 8), (10, 40)][i % 3])
         o, budget = M.outcome(p), _budget(p)
         assert facts_fit(M, p, o, budget) == 1.0
-        u, _, errors = M.play(p, informed_actions(M, p, budget), budget)
-        assert errors == 0 and u == pytest.approx(o.solution.u_star, abs=1e-9)
+        calls, u = _seat_play(p, informed(M), budget)
+        assert u == pytest.approx(reachable(o), abs=1e-9) and reachable(o) == o.baselines["online_optimal"]
+        assert reachable(o) <= o.solution.u_star + 1e-9
+        assert len(calls) <= budget and M.play(p, calls, budget)[0] == pytest.approx(u)
+        assert [a.op for a in calls][:4] == ["read_posted_best", "probe_offer_distribution", "probe_waiting_cost",
+                                             "probe_fallback"]
 
 
-def test_belief_with_every_probe_solves_to_u_star_and_without_probes_uses_no_hidden_value():
+def test_acting_on_the_true_figures_is_the_online_policy_on_every_draw():
+    """act_on_belief with the verified figures reproduces online_policy's utility on redrawn offers, in at most two
+    calls after the probes."""
+    from mechanisms.players import Seat
+
+    for i in range(6):
+        p = _sample(40 + i, 6, 12)
+        for seed in range(8):
+            q = _redrawn(p, seed, keep=0)
+            seat = Seat(M, q)
+            for op in ("probe_offer_distribution", "probe_waiting_cost", "probe_fallback"):
+                seat.call(op)
+            belief = M.believed(seat.known)
+            assert (belief.offer_values, belief.offer_probabilities, belief.waiting_cost, belief.fallback) == (
+                q.offer_values, q.offer_probabilities, q.waiting_cost, q.fallback)
+            assert len(M.planned_calls(seat.known, belief)) == 2
+            M.act_on_belief(seat, belief)
+            assert seat.turns <= 5 and seat._utility() == M.run(q, online_policy(q))
+
+
+def test_belief_without_probes_uses_no_hidden_value():
+    from mechanisms.players import Seat
+
     for i in range(8):
         p = _sample(i)
-        assert M.solve(M.believed(p, M.probe_order(p))).u_star == pytest.approx(M.solve(p).u_star)
-        blind = M.believed(p, [])
         other = M.params_from_data({**p.model_dump(), "offer_values": [x + 1 for x in p.offer_values],
                                     "offers": [x + 1 for x in reversed(p.offers)],
                                     "waiting_cost": p.waiting_cost + 2, "fallback": p.fallback + 5})
-        assert M.believed(other, []) == blind
-        # a scouted round is believed as it is; an unscouted one is the worst case
-        some = [Action(op="probe_offer_distribution"), Action(op="scout_offer", args={"round": 2})]
-        believed = M.believed(p, some)
-        assert believed.offers[1] == p.offers[1] and believed.offers[0] == min(p.offer_values)
+        beliefs = []
+        for q in (p, other):
+            seat = Seat(M, q)
+            seat.call("read_posted_best")
+            beliefs.append(M.believed(seat.known))
+        assert beliefs[0] == beliefs[1]
+        assert beliefs[0].waiting_cost == 0.0 and beliefs[0].fallback == 0.0
+        assert max(beliefs[0].offer_values) == p.posted_best
 
 
 def test_heuristics_play_within_the_budget_and_never_beat_the_ceiling():
@@ -379,13 +493,26 @@ def test_heuristics_play_within_the_budget_and_never_beat_the_ceiling():
     for i in range(8):
         p = _sample(i, 10, 40)
         o = M.outcome(p)
-        for share in (1.0, 0.4):
+        for share in (1.0, 0.33):
             budget = _budget(p, share)
-            for name, actions in M.heuristic_actions(p).items():
-                u, turns, errors = M.play(p, actions, budget)
-                assert errors == 0 and turns <= budget, name
+            for name, policy in M.heuristic_policies().items():
+                calls, u = _seat_play(p, policy, budget)
+                assert len(calls) <= budget, name
+                assert M.play(p, calls, budget) == (u, len(calls), 0), name
                 assert u <= o.solution.u_star + 1e-9, name
                 assert 0.0 <= score(u, o.u0, o.solution.u_star) <= 1.0
+
+
+def test_frontier_budgets_leave_room_for_one_figure_and_hard_for_two():
+    """Acting takes two calls and the posted sheet one: a tier's share of the three figures is what fits."""
+    from mechanisms.players import informed
+
+    for tier, verified in (("hard", 2), ("frontier", 1), ("easy", 3)):
+        size, horizon = M.tiers()[tier].grid[0]
+        p = _sample(7, size, horizon)
+        calls, _ = _seat_play(p, informed(M), _budget(p, M.tiers()[tier].probe_share))
+        assert sum(M.operation(p, a.op).kind == "probe" for a in calls) == verified, tier
+        assert calls[1] == Action(op="probe_offer_distribution")  # the figure that sets every threshold first
 
 
 def test_the_hindsight_solver_is_exact_at_the_tier_sizes():
@@ -412,3 +539,25 @@ def test_rendered_environments_pass_admission_at_every_tier(tier):
     refusals = ("completeness", "prose", "executes", "default_replay", "C3", "structure")
     assert not any(r.startswith(refusals) for r in refused), refused
     assert len(refused) < len(verdicts), refused
+
+
+def test_every_ending_states_the_outcome():
+    """Accepting, walking away, passing the last offer and running out of turns all end with the ledger."""
+    from envs.agents import tool_call
+    from envs.environment import ENDING_KEY, Environment
+    from tests.support import make_spec
+
+    spec = make_spec("sequential_stopping", 0)
+    params = M.params_from_data(spec.params)
+    endings = {"accept": [Action(op="accept_offer")], "walk": [Action(op="finish")],
+               "pass_all": [Action(op="skip_offers", args={"count": params.rounds})],
+               "turns": [Action(op="view_calendar")] * spec.turn_budget}
+    for name, actions in endings.items():
+        env = Environment(spec, "hidden")
+        for action in actions:
+            last = env.step(*tool_call(env, action))
+        assert env.done, name
+        outcome = last[ENDING_KEY]  # in the passage's words: the result is one of its figures
+        assert env.utility() in outcome.values(), (name, outcome)
+        assert outcome["episode over"] == ("the turns ran out" if name == "turns" else "finished"), name
+

@@ -13,14 +13,15 @@ import numpy as np
 import pytest
 
 import mechanisms
-from envs.difficulty import informed_actions
 from mechanisms.base import ActionError
+from mechanisms.players import Seat, informed, naive_prober, run_policy
 from mechanisms.weitzman_search import (
     WeitzmanParams,
     opening_order,
     reservation_value,
     reservation_values,
     weitzman_expected_value,
+    weitzman_plan,
     weitzman_policy,
 )
 from schemas.envspec import Action
@@ -205,7 +206,8 @@ def test_contract_shape():
     p = _sample(0)
     ops = M.operations(p)
     assert len(ops) >= 10 and {op.kind for op in ops} == {"probe", "info", "decision", "clock"}
-    assert [op.name for op in ops if op.decoy] == ["read_posted_prize"]
+    assert [op.name for op in ops if op.decoy] == ["read_posted_prizes"]
+    assert not M.operation(p, "read_posted_prizes").args  # one sheet shows every posted figure
     assert "finish" in {op.name for op in ops} and len({op.name for op in ops}) == len(ops)
     for op in ops:
         for name, arg in op.args.items():
@@ -213,63 +215,103 @@ def test_contract_shape():
                 assert arg.type == "array" and arg.items == "number" and arg.max_items == p.boxes
                 continue
             assert arg.type in ("integer", "array") and arg.minimum == 1 and arg.maximum == p.boxes
-    assert [op.name for op in ops if op.kind == "decision"] == ["open_box", "open_boxes", "open_until"]
-    assert M.group == "far_ood_structure" and M.version == 1
+    # opening is the clock step that realises a prize; keeping the best is the decision (it reveals nothing new)
+    assert [op.name for op in ops if op.kind == "decision"] == ["claim_best"]
+    assert [op.name for op in ops if op.kind == "clock"] == ["open_box", "open_boxes", "open_until", "finish"]
+    assert [op.name for op in ops if op.kind == "probe"] == ["probe_all_costs", "probe_prize_distribution"]
+    assert M.group == "far_ood_structure" and M.version == 2
     assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
                for s, h in M.difficulty_grid)
     assert 3 <= len(M.difficulty_grid) <= 6
-    assert M.probe_allowance(p) == p.boxes + 2 == len(M.probe_order(p))
+    known = M.knowledge(p)
+    assert M.probe_allowance(p) == p.boxes + 1 == len(M.probe_order(known)) == len(M.listing_order(known))
     json.dumps(M.initial_state(p))
 
 
-def test_describe_states_the_whole_instance_with_the_draws_as_an_appraisal_would():
+def test_describe_states_the_whole_instance_with_the_draws():
     p = M.params_from_data({"costs": [3, 11], "prize_values": [[17, 61], [23, 47, 89]],
                             "prize_probabilities": [[0.35, 0.65], [0.5, 0.3, 0.2]], "prizes": [61, 89],
                             "posted_prizes": [55, 70]})
     text = M.describe(p, VOCAB)
     for number in ("2 options", "1: 3; 2: 11", "17 (0.35), 61 (0.65)", "23 (0.5), 47 (0.3), 89 (0.2)",
-                   "1: 55; 2: 70", "if investigated, in currency: 1: 61; 2: 89"):
+                   "1: 55; 2: 70", "when investigated, in currency: 1: 61; 2: 89"):
         assert number in text
-    assert "an appraisal tells what value one option would turn out to have" in text
+    assert "appraisal" not in text and "seen only once it is investigated" in text
     assert set(M.secret_numbers(p)) >= {3, 11, 17, 61, 23, 47, 89, 0.35}
     assert M.public_numbers(p) == [2, 0, 1, 2]
     facts = {f.key: f for f in M.facts(p, VOCAB)}
     assert {"objective", "end", "budget_end"} <= facts.keys()
-    assert facts["fees"].probe == "probe_all_costs" and facts["distributions"].probe == "probe_all_distributions"
-    assert facts["draws"].probe == "probe_draw" and facts["draws"].numbers == (61, 89)
-    assert facts["posted"].probe == "read_posted_prize"
+    assert facts["fees"].probe == "probe_all_costs" and facts["distributions"].probe == "probe_prize_distribution"
+    # the draws are revealed when their time comes: by opening, never by a probe
+    assert facts["draws"].draw and facts["draws"].probe == "open_box" and facts["draws"].numbers == (61, 89)
+    assert not any(f.draw for key, f in facts.items() if key != "draws")
+    assert facts["posted"].probe == "read_posted_prizes"
 
 
-def test_probes_and_views_never_show_an_unopened_prize_except_an_appraisal():
+def _redrawn(p: WeitzmanParams, seed: int) -> WeitzmanParams:
+    """The same instance with every prize drawn anew from its box's distribution."""
+    rng = np.random.default_rng(seed)
+    return _with_prizes(p, [float(rng.choice(v, p=np.asarray(q))) for v, q in
+                            zip(p.prize_values, p.prize_probabilities, strict=True)])
+
+
+def _fresh_observations(p: WeitzmanParams) -> dict[str, list]:
+    from envs.completeness import operation_observations
+
+    return operation_observations(M, p, [op for op in M.operations(p) if op.kind in ("probe", "info")])
+
+
+@pytest.mark.parametrize("knobs", [(3, 3), (6, 3), (12, 9)])
+def test_no_tool_reveals_a_prize_before_its_box_is_opened(knobs):
+    """Issue 26: uncertainty stays uncertain. Every probe and info call on a fresh state (every box for a per-box
+    call) shows the same thing whatever the prizes drawn, so none tells a future draw."""
+    for i in range(4):
+        p = _sample(700 + i, *knobs)
+        seen = _fresh_observations(p)
+        assert set(seen) == {"probe_all_costs", "probe_prize_distribution", "read_posted_prizes", "list_boxes",
+                             "view_opened", "inspect_box"}
+        assert len(seen["probe_prize_distribution"]) == len(seen["inspect_box"]) == p.boxes
+        for seed in range(6):
+            assert _fresh_observations(_redrawn(p, seed)) == seen
+        assert len({tuple(_redrawn(p, seed).prizes) for seed in range(6)}) > 1
+    assert not any(op.name in ("probe_draw", "appraise") for op in M.operations(p))
+
+
+def test_a_prize_is_seen_once_its_box_is_opened():
     p = M.params_from_data({"costs": [3, 11], "prize_values": [[17, 61], [23, 47, 89]],
                             "prize_probabilities": [[0.35, 0.65], [0.5, 0.3, 0.2]], "prizes": [61, 47],
                             "posted_prizes": [55, 70]})
     state = M.initial_state(p)
     replies = [M.apply(p, state, Action(op=op.name, args={"box": 1} if op.args else {}))
-               for op in M.operations(p) if op.kind in ("probe", "info")
-               and op.name not in ("probe_prize_distribution", "probe_all_distributions", "probe_draw")]
+               for op in M.operations(p) if op.kind in ("probe", "info") and op.name != "probe_prize_distribution"]
     replies += [M.apply(p, state, Action(op="inspect_box", args={"box": 2}))]
     assert all("61" not in json.dumps(r) and "47" not in json.dumps(r) for r in replies)
-    assert M.apply(p, state, Action(op="probe_draw", args={"box": 2})) == {"box": 2, "value if investigated": 47}
     reply = M.apply(p, state, Action(op="open_box", args={"box": 2}))
     assert reply["prize"] == 47 and reply["best prize"] == 47 and reply["fees paid"] == 11
     assert M.apply(p, state, Action(op="inspect_box", args={"box": 2})) == {"box": 2, "open": True, "prize": 47.0}
     assert M.apply(p, state, Action(op="list_boxes"))["closed"] == [1]
     M.apply(p, state, Action(op="open_box", args={"box": 1}))
     assert M.utility(p, state) == 61 - 14
-    M.apply(p, state, Action(op="claim_best"))
+    # keeping the best states what was kept; the result comes with the ending (the environment appends the ledger)
+    assert M.apply(p, state, Action(op="claim_best")) == {"kept": 1, "finished": True}
     assert M.finished(state) and state["claimed"]
+    assert M.ledger(p, state) == {"opened": [{"box": 2, "prize": 47.0}, {"box": 1, "prize": 61.0}],
+                                  "best prize": 61.0, "fees paid": 14.0, "net value": 47.0}
 
 
-def test_default_trusts_the_sticker_and_opens_every_box_with_a_positive_posted_margin():
+def test_default_trusts_the_sheet_and_opens_the_top_half_by_posted_prize():
     p = M.params_from_data({"costs": [5, 5, 5, 30], "prize_values": [[0, 40], [10, 30], [20, 25], [0, 100]],
                             "prize_probabilities": [[0.5, 0.5]] * 4, "prizes": [40, 10, 25, 100],
                             "posted_prizes": [20, 50, 4, 60]})
     actions = M.default_actions(p)
-    assert actions == [Action(op="open_boxes", args={"boxes": [2, 4, 1]}),  # margins 45, 30, 15; box 3 is -1
+    assert actions == [Action(op="read_posted_prizes"), Action(op="open_boxes", args={"boxes": [4, 2]}),
                        Action(op="claim_best")]
-    assert M.run(p, actions) == 100 - 40 and M.solve(p).u_star == 70.0
+    assert M.run(p, actions) == 100 - 35 and M.solve(p).u_star == 70.0
     assert not any(M.operation(p, a.op).kind == "probe" for a in actions)
+    # two boxes: both are opened (at least two), whatever the sheet says
+    two = M.params_from_data({"costs": [1, 2], "prize_values": [[0, 10], [4]], "prize_probabilities": [[0.5, 0.5], [1]],
+                              "prizes": [10, 4], "posted_prizes": [1, 9]})
+    assert M.default_actions(two)[1] == Action(op="open_boxes", args={"boxes": [2, 1]})
 
 
 def test_invalid_actions_raise_and_leave_the_state_unchanged():
@@ -281,8 +323,9 @@ def test_invalid_actions_raise_and_leave_the_state_unchanged():
     bad = [Action(op="no_such_op"), Action(op="open_box"), Action(op="open_box", args={"box": 0}),
            Action(op="open_box", args={"box": p.boxes + 1}), Action(op="open_box", args={"box": "1"}),
            Action(op="open_box", args={"box": 1.5}), Action(op="open_box", args={"box": True}),
-           Action(op="probe_cost", args={"box": None}), Action(op="probe_cost", args={"box": float("nan")}),
-           Action(op="inspect_box", args={"box": float("inf")}), Action(op="read_posted_prize", args={"box": -3})]
+           Action(op="probe_prize_distribution", args={"box": None}),
+           Action(op="probe_prize_distribution", args={"box": float("nan")}),
+           Action(op="inspect_box", args={"box": float("inf")}), Action(op="inspect_box", args={"box": -3})]
     for state in (fresh, opened, done):
         extra = {id(opened): [Action(op="open_box", args={"box": 1})],
                  id(done): [Action(op="open_box", args={"box": 3}), Action(op="claim_best"), Action(op="finish")]}
@@ -360,50 +403,73 @@ def test_open_boxes_and_open_until_open_in_order_and_refuse_as_a_whole():
         M.apply(p, done, Action(op="open_boxes", args={"boxes": [1]}))
 
 
-def test_a_belief_knows_no_draw_and_solves_to_weitzman_in_one_call():
+def _verified(p: WeitzmanParams, boxes=None) -> Seat:
+    """A seat that read the sheet, verified every fee and the distributions of `boxes` (default: every box)."""
+    seat = Seat(M, p)
+    seat.call("read_posted_prizes")
+    seat.call("probe_all_costs")
+    for j in range(1, p.boxes + 1) if boxes is None else boxes:
+        seat.call("probe_prize_distribution", box=j)
+    return seat
+
+
+def test_a_belief_knows_no_draw_and_plans_weitzman_in_one_call():
     p = _sample(11, 6, 3)
-    distributions = [Action(op="probe_all_costs"), Action(op="probe_all_distributions")]
-    belief = M.believed(p, distributions)
+    belief = M.believed(_verified(p).known)
     assert belief.prizes is None and belief.costs == p.costs and belief.prize_values == p.prize_values
-    solution = M.solve(belief)
-    assert solution.u_star == pytest.approx(weitzman_expected_value(p))
-    assert [a.op for a in solution.optimal_actions] in (["open_until", "claim_best"], ["finish"])
+    assert belief.prize_probabilities == p.prize_probabilities and belief.posted_prizes == p.posted_prizes
+    plan = weitzman_plan(belief)
+    assert [a.op for a in plan] in (["open_until", "claim_best"], ["finish"])
+    assert M.planned_calls(_verified(p).known, belief) == plan
     # played on the truth, the belief's plan is exactly Weitzman's online policy
-    assert M.run(p, solution.optimal_actions) == M.run(p, weitzman_policy(p))
-    # with no probe the belief uses no hidden value: the draws, fees and distributions may change freely
+    assert M.run(p, plan) == M.run(p, weitzman_policy(p))
+    with pytest.raises(ValueError, match="belief"):
+        M.solve(belief)
+    # with only the sheet read the belief uses no hidden value: the draws, fees and distributions may change freely
     changed = M.params_from_data({**p.model_dump(), "costs": [c + 1 for c in p.costs],
                                   "prizes": [row[0] + 1 for row in p.prize_values],
                                   "prize_values": [[x + 1 for x in row] for row in p.prize_values]})
-    assert M.believed(p, []) == M.believed(changed, [])
-    assert M.believed(p, []).prize_values == [[x] for x in p.posted_prizes]
-    # with every probe (appraisals too) the belief is certain of every draw and solves to u*
-    everything = M.believed(p, M.probe_order(p))
-    assert everything.prize_values == [[x] for x in p.prizes] and everything.prizes is None
-    assert M.run(p, M.solve(everything).optimal_actions) == M.solve(p).u_star
-    assert M.solve(everything).u_star == pytest.approx(M.solve(p).u_star)
+    beliefs = []
+    for q in (p, changed):
+        seat = Seat(M, q)
+        seat.call("read_posted_prizes")
+        beliefs.append(M.believed(seat.known))
+    assert beliefs[0] == beliefs[1]
+    assert beliefs[0].prize_values == [[x] for x in p.posted_prizes] and beliefs[0].costs == [0.0] * p.boxes
+    # a box whose distribution was verified is believed as it is, the others as a point mass at the posted prize
+    some = M.believed(_verified(p, [2]).known)
+    assert some.prize_values[1] == p.prize_values[1] and some.prize_values[0] == [p.posted_prizes[0]]
 
 
 @pytest.mark.parametrize("knobs", [(3, 3), (6, 3), (10, 6), (12, 9)])
-def test_the_informed_agent_reaches_u_star_when_every_probe_fits(knobs):
-    """u* is the hindsight ceiling; the appraisals make it reachable: with every probe the informed agent knows
-    every draw and opens exactly the best box."""
+def test_the_informed_agent_plays_weitzmans_online_policy_when_every_probe_fits(knobs):
+    """u* is the hindsight ceiling; the reachable reference is Weitzman's online policy: with every fee and
+    distribution the informed agent plays it (in one open_until call) and reaches the recorded baseline."""
+    from envs.difficulty import reachable
+
     for i in range(4):
         p = _sample(900 + i, *knobs)
         outcome = M.outcome(p)
         budget = turn_budget(M, p, outcome, 1.0)
-        actions = informed_actions(M, p, budget)
-        assert len(actions) <= budget and actions[:len(M.probe_order(p))] == M.probe_order(p)
-        u, turns, errors = M.play(p, actions, budget)
-        assert errors == 0 and u == pytest.approx(outcome.solution.u_star, abs=1e-9)
+        calls, u = run_policy(M, p, informed(M), budget)
+        assert len(calls) <= budget and calls[1:2 + p.boxes] == M.probe_order(_verified(p).known)
+        assert u == pytest.approx(reachable(outcome), abs=1e-9)
+        assert reachable(outcome) == outcome.baselines["online_optimal"] <= outcome.solution.u_star + 1e-9
+        assert M.play(p, calls, budget) == (u, len(calls), 0)
 
 
-def test_without_appraisals_the_informed_agent_plays_weitzmans_online_policy():
-    """Knowing the fees and distributions only, the belief's plan is Weitzman's online-optimal policy (the best
-    any agent that has not seen the draws can do in expectation)."""
-    for i in range(6):
-        p = _sample(920 + i, 8, 4)
-        plan = M.solve(M.believed(p, M.probe_order(p)[:2])).optimal_actions
-        assert M.run(p, plan) == M.outcome(p).baselines["online_optimal"] <= M.solve(p).u_star
+def test_the_informed_agent_verifies_the_highest_posted_boxes_when_the_turns_are_short():
+    p = _sample(930, 12, 9)
+    tier = M.tiers()["frontier"]
+    budget = turn_budget(M, p, M.outcome(p), tier.probe_share)
+    calls, _ = run_policy(M, p, informed(M), budget)
+    verified = [a.args["box"] for a in calls if a.op == "probe_prize_distribution"]
+    ranked = sorted(range(1, p.boxes + 1), key=lambda j: (-p.posted_prizes[j - 1], j))
+    assert calls[:2] == [Action(op="read_posted_prizes"), Action(op="probe_all_costs")]
+    assert 0 < len(verified) < p.boxes and verified == ranked[:len(verified)]
+    naive = [a.args["box"] for a in run_policy(M, p, naive_prober(M), budget)[0]
+             if a.op == "probe_prize_distribution"]
+    assert naive == list(range(1, len(verified) + 1))
 
 
 def test_heuristics_play_within_the_idle_and_optimal_utilities():
@@ -411,9 +477,29 @@ def test_heuristics_play_within_the_idle_and_optimal_utilities():
         p = _sample(950 + i, [3, 6, 10, 14][i % 4], 4)
         outcome = M.outcome(p)
         budget = turn_budget(M, p, outcome, 1.0)
-        heuristics = M.heuristic_actions(p)
+        heuristics = M.heuristic_policies()
         assert set(heuristics) == {"best_posted", "posted_pair"}
-        for name, actions in heuristics.items():
-            u, turns, errors = M.play(p, actions, budget)
-            assert errors == 0
-            assert min(outcome.u_idle, outcome.u0) - 1e-9 <= u <= outcome.solution.u_star + 1e-9, name
+        for name, policy in heuristics.items():
+            calls, u = run_policy(M, p, policy, budget)
+            assert M.play(p, calls, budget) == (u, len(calls), 0), name
+            # at most the two boxes with the highest posted margins are opened: at worst both fees are lost
+            assert -sum(sorted(p.costs)[-2:]) - 1e-9 <= u <= outcome.solution.u_star + 1e-9, name
+
+
+def test_every_ending_states_the_outcome():
+    """Keeping the best, stopping at once and running out of turns all end with the ledger."""
+    from envs.agents import tool_call
+    from envs.environment import ENDING_KEY, Environment
+    from tests.support import make_spec
+
+    spec = make_spec("weitzman_search", 0)
+    endings = {"keep": [Action(op="open_box", args={"box": 1}), Action(op="claim_best")],
+               "stop": [Action(op="finish")], "turns": [Action(op="list_boxes")] * spec.turn_budget}
+    for name, actions in endings.items():
+        env = Environment(spec, "hidden")
+        for action in actions:
+            last = env.step(*tool_call(env, action))
+        assert env.done, name
+        outcome = last[ENDING_KEY]
+        assert env.utility() in outcome.values(), (name, outcome)
+        assert outcome["episode over"] == ("the turns ran out" if name == "turns" else "finished"), name
