@@ -149,16 +149,19 @@ def decisions(known: Knowledge, actions: list[Action]) -> list[Action]:
 
 
 def prober(mechanism: Mechanism, order: Callable[[Knowledge], list[Action]]) -> Policy:
-    """A policy that reads the posted sheets, verifies figures in `order` (a function of what it knows after the
-    sheets) while the turns leave room for its plan, re-solving its belief now and then to learn how long the plan
-    is, then acts on what it believes."""
+    """A policy that reads the posted sheets, verifies figures in `order` (asked again after every call: what a call
+    showed may change what is worth verifying next) while the turns leave room for its plan, re-solving its belief
+    now and then to learn how long the plan is, then acts on what it believes."""
+
+    def next_call(known: Knowledge) -> Action | None:
+        return next((call for call in order(known) if not known.called(call)), None)
 
     def policy(seat: Seat) -> None:
         read_sheets(seat)
-        queue = [call for call in order(seat.known) if not seat.known.called(call)]
         plan = mechanism.planned_calls(seat.known, mechanism.believed(seat.known))
         solves = 1
-        while queue and not seat.over:
+        call = next_call(seat.known)
+        while call is not None and not seat.over:
             room = seat.turns_left - len(plan)
             if room <= 0:
                 if solves >= PLAN_SOLVES:
@@ -167,9 +170,12 @@ def prober(mechanism: Mechanism, order: Callable[[Knowledge], list[Action]]) -> 
                 if seat.turns_left - len(plan) <= 0:
                     break
                 continue
-            for _ in range(int(min(room, len(queue)))):
-                seat.call(queue.pop(0))
-            if queue and solves < PLAN_SOLVES:
+            for _ in range(int(room)):
+                if call is None or seat.over:
+                    break
+                seat.call(call)
+                call = next_call(seat.known)
+            if call is not None and solves < PLAN_SOLVES:
                 plan, solves = mechanism.planned_calls(seat.known, mechanism.believed(seat.known)), solves + 1
         mechanism.act_on_belief(seat, mechanism.believed(seat.known))
 

@@ -434,9 +434,11 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
 
     def probe_order(self, known: Knowledge) -> list[Action]:
         """Every fee in one call (a fee sets how much a box's upside is worth), then each box's distribution by
-        decreasing posted prize (the boxes the search would open first)."""
+        decreasing posted prize net of its fee once the fees are known (the boxes the search would open first)."""
         posted = _posted(known.latest("read_posted_prizes"), known.public["boxes"])
-        ranked = sorted(posted, key=lambda j: (-posted[j], j))
+        fees = known.latest("probe_all_costs")
+        net = {j: posted[j] - (float(fees["fees"][f"box {j}"]) if fees else 0.0) for j in posted}
+        ranked = sorted(net, key=lambda j: (-net[j], j))
         return [Action(op="probe_all_costs"), *(Action(op="probe_prize_distribution", args={"box": j})
                                                 for j in ranked)]
 
