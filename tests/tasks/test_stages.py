@@ -101,7 +101,7 @@ def test_the_online_policy_below_the_hindsight_ceiling_lands_with_its_score(tmp_
         baselines = json.loads(row["spec_json"])["reference"]["baselines"]
         if row["family"] == "knapsack":
             assert row["online_u"] is None and row["online_score"] is None and "online_optimal" not in baselines
-            assert {"informed", "greedy_rating", "greedy_value"} <= set(baselines)  # the difficulty baselines
+            assert {"informed", "naive_prober", "greedy_value", "greedy_density"} <= set(baselines)  # difficulty
             assert row["family_group"] == "near_ood"
             continue
         assert row["family_group"] == "far_ood_structure"
