@@ -4,8 +4,8 @@ Parameters (all can be given as data):
 - ``c``: profit per unit of each of the n variables (hidden); ``c`` may hold losses (negative entries)
 - ``A_ub``: an m x n matrix of per-unit use of each constraint row (hidden); ``b_ub``: the m limits
   (hidden, non-negative, so producing nothing is always feasible)
-- ``sticker_profit``: the posted profit per unit of each variable (a decoy the default policy trusts;
-  when omitted from data it equals ``c``)
+- ``sticker_profit``: the posted profit per unit of each variable (a decoy the default policy trusts, all shown
+  by one call; when omitted from data it equals ``c``)
 - ``products`` and ``periods`` (optional naming structure, n = products * periods): variable
   ``(period - 1) * products + (product - 1)`` is the quantity of that product made in that period.
   Without them the instance is one period with ``products = n`` (a plain LP from c, A_ub, b_ub).
@@ -15,10 +15,15 @@ period only, "shared resource k" otherwise). The sampler draws, per period, 2-3 
 every product uses, one demand cap per product, and profits that vary by period.
 Dynamics: the agent sets the quantities of the current period one product at a time (a setting that
 raises the use of some row above its limit, given committed and current quantities, is refused) or all at
-once with ``set_plan`` (each quantity, in product order, lowered to what still fits); a clock step commits
-the period. Probes take the period they ask about, so any period can be probed at any time; the informed
-agent probes every period's limits and caps first, then profits and uses by posted profit. Solved exactly
-with HiGHS (``scipy.optimize.linprog``); an unbounded instance is rejected with ValueError("unbounded ...").
+once with ``set_plan``, which replaces the period's whole plan: from an empty period, each quantity in product
+order is lowered to what still fits beside the committed periods and the products before it, whatever was
+planned before (the same call always gives the same plan). A decision shows what was planned and what was
+lowered by which limit, never a profit: the profit of a period is reported when the clock step commits it,
+and the whole ledger when the episode ends (differencing trial plans would reveal every margin). Probes take
+the period they ask about, so any period can be probed at any time; the informed agent probes every
+period's limits and caps first, then the uses and then the profits, highest posted profit first (the posted
+profits are noisy, now and then of the wrong sign; a use is a guess from a wide range). Solved exactly with HiGHS
+(``scipy.optimize.linprog``); an unbounded instance is rejected with ValueError("unbounded ...").
 """
 
 from __future__ import annotations
@@ -31,15 +36,17 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mechanisms._production import limits, planned, resource_shapes, room, scipy_optimize
-from mechanisms.base import ActionError, Mechanism, Solution, Tier
+from mechanisms.base import NEAR_OPTIMAL, ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, flat, non_negative, stickers_default_to_truth
+from mechanisms.players import Knowledge, Policy, Seat
 from mechanisms.registry import register
 from schemas.envspec import Action
 
 MAX_VARIABLES = 400
 MAX_ROWS = 800
+UNBOUNDED_GUESS = 1e6  # the quantity a player tries where no row bounds a quantity (data without caps)
 
 linprog = scipy_optimize("linprog")
 
@@ -144,9 +151,13 @@ def _flat(state: dict[str, Any]) -> np.ndarray:
 
 def _violations(p: LPParams, state: dict[str, Any], product: int, quantity: float) -> list[str]:
     """Rows whose use would rise above their limit if the current period's product were set so."""
-    j = p.var(state["period"] + 1, product)
+    return _over_rows(p, _flat(state), p.var(state["period"] + 1, product), quantity)
+
+
+def _over_rows(p: LPParams, x: np.ndarray, j: int, quantity: float) -> list[str]:
+    """Rows whose use would rise above their limit if variable j of plan x were set to `quantity`."""
     a, b = limits(p)
-    x = _flat(state)
+    x = x.copy()
     delta = quantity - x[j]
     x[j] = quantity
     scale = np.maximum(np.maximum(1.0, np.abs(b)), np.abs(a) @ np.abs(x))
@@ -154,6 +165,14 @@ def _violations(p: LPParams, state: dict[str, Any], product: int, quantity: floa
     if not violated.any():
         return []
     return [info["name"] for info in _rows(p) if violated[info["row"]]]
+
+
+def _binding(p: LPParams, x: np.ndarray, j: int) -> list[int]:
+    """The rows (indices) that keep variable j of plan x from rising: those it uses whose room is used up."""
+    a, b = limits(p)
+    free = b - a @ x
+    scale = np.maximum(1.0, np.abs(b))
+    return [i for i in range(len(b)) if a[i, j] > 0 and free[i] <= 1e-9 * scale[i]]
 
 
 def _resource_names(p: LPParams) -> dict[int, str]:
@@ -178,7 +197,7 @@ Plan = Annotated[list[float], Between(0, _quantity_bound, max_items="n_products"
 
 class LP(Mechanism[LPParams]):
     id = "lp"
-    version = 1
+    version = 2
     group = "near_ood"
     summary = "plan production over periods under resource limits and demand caps; linear program (HiGHS)"
     Params = LPParams
@@ -187,11 +206,14 @@ class LP(Mechanism[LPParams]):
     default_size = 3
     default_horizon = 2
     difficulty_grid = [(2, 1), (3, 2), (4, 2), (4, 3), (5, 3)]
+    # cells measured (issue 26): one period of 2-3 products is where a naive agent that reads every limit already
+    # scores above 0.9; more periods and products are medium; at frontier 0.4 of the probe allowance leaves room for
+    # every period's limits and caps and about a third of the uses
     difficulty_tiers = {
-        "easy": Tier(((2, 1), (3, 1), (2, 2)), 1.0),
-        "medium": Tier(tuple(difficulty_grid), 1.0),
+        "easy": Tier(((3, 1), (2, 1)), 1.0),
+        "medium": Tier(((5, 3), (4, 3), (3, 2), (4, 2)), 1.0),
         "hard": Tier(((6, 3), (6, 4)), 0.5),
-        "frontier": Tier(((8, 4), (8, 5)), 0.3),
+        "frontier": Tier(((8, 4), (6, 4)), 0.4),
     }
     u0_band = (-1.0, 0.97)
 
@@ -221,9 +243,22 @@ class LP(Mechanism[LPParams]):
             loss[int(np.argmax(profit))] = False  # at least one product of every period earns a profit
             profit[loss] = -np.round(rng.uniform(0.5, 3.0, int(loss.sum())), 1)
             c[cols] = profit
-        sticker = np.round(c * np.exp(rng.normal(0.0, 0.4, n)) + rng.normal(0.0, 1.5, n), 1)
-        return LPParams(c=c.tolist(), A_ub=[r.tolist() for r in rows], b_ub=limits,
-                        sticker_profit=sticker.tolist(), products=products, periods=periods)
+        data = {"c": c.tolist(), "A_ub": [r.tolist() for r in rows], "b_ub": limits, "products": products,
+                "periods": periods}
+        return self.with_misleading_stickers(lambda: LPParams(**data, sticker_profit=self._stickers(rng, c)),
+                                            lambda u0, u_star, _: u0 <= NEAR_OPTIMAL * u_star)
+
+    @staticmethod
+    def _stickers(rng: np.random.Generator, c: np.ndarray) -> list[float]:
+        """Posted profits: the true profits under a log-normal and an additive error, with the sign wrong now and
+        then: a loss-making product is posted as profitable, a profitable one is, with chance 0.15, posted as a loss
+        (the default then makes none of it)."""
+        n = len(c)
+        posted = c * np.exp(rng.normal(0.0, 0.4, n)) + rng.normal(0.0, 1.5, n)
+        posted[c < 0] = rng.uniform(3.0, 12.0, int((c < 0).sum()))
+        flip = (rng.random(n) < 0.15) & (c > 0)
+        posted[flip] = -rng.uniform(0.5, 3.0, int(flip.sum()))
+        return np.round(posted, 1).tolist()
 
     def solve(self, params: LPParams) -> Solution:
         p = params
@@ -296,37 +331,6 @@ class LP(Mechanism[LPParams]):
             actions.append(action)
         return actions
 
-    def _even_split(self, p: LPParams, x: np.ndarray, t: int) -> list[float]:
-        """The default's quantities of period t: an equal share of every row's room for each product posted
-        profitable (the rest make nothing)."""
-        columns = [p.var(t, k) for k in range(1, p.n_products + 1)]
-        quantities = []
-        for j in columns:
-            best = math.inf
-            for i, row in enumerate(p.A_ub):
-                if row[j] <= 0:
-                    continue
-                sharers = sum(1 for jj in columns if row[jj] > 0)
-                room = max(p.b_ub[i] - float(np.dot(row, x)), 0.0)
-                best = min(best, room / sharers / row[j])
-            ok = p.sticker_profit[j] > 0 and math.isfinite(best)
-            quantities.append(best if ok else 0.0)
-        return quantities
-
-    def default_actions(self, params: LPParams) -> list[Action]:
-        """Each product posted profitable gets an equal share of every row's room; the rest make nothing. One bulk
-        setting per period."""
-        p = params
-        actions = [Action(op="read_profit_sticker", args={"period": 1, "product": 1})]
-        state = self.initial_state(p)
-        for t in range(1, p.periods + 1):
-            quantities = self._even_split(p, _flat(state), t)
-            step = [Action(op="set_plan", args={"quantities": quantities})] if any(quantities) else []
-            for action in [*step, Action(op="advance_period")]:
-                self.apply(p, state, action)
-                actions.append(action)
-        return actions
-
     def initial_state(self, params: LPParams) -> dict[str, Any]:
         return {"period": 0, "quantities": [[0.0] * params.n_products for _ in range(params.periods)],
                 "finished": False}
@@ -334,12 +338,45 @@ class LP(Mechanism[LPParams]):
     def _period_profit(self, p: LPParams, state: dict[str, Any], t: int) -> float:
         return float(sum(p.c[p.var(t, k + 1)] * q for k, q in enumerate(state["quantities"][t - 1])))
 
+    def _committed_profit(self, p: LPParams, state: dict[str, Any]) -> float:
+        return float(sum(self._period_profit(p, state, t) for t in range(1, min(state["period"], p.periods) + 1)))
+
     @staticmethod
     def _open_period(state: State) -> int:
         """The current period (1-based), which a decision changes; ActionError once the plan is closed."""
         if state["finished"]:
             raise ActionError("the plan is closed")
         return state["period"] + 1
+
+    def _fitted(self, p: LPParams, state: dict[str, Any], t: int, wanted: list[float]
+                ) -> tuple[list[float], dict[int, list[int]]]:
+        """Period t's plan as a bulk setting makes it and, for each product it lowered, the rows that stopped it:
+        the period starts empty (whatever was planned before), then each quantity in product order is lowered to
+        what fits beside the committed periods and the products before it (those after it count as 0 until they
+        are set). The same call gives the same plan whatever the period held."""
+        bound = _quantity_bound(p)
+        a, b = limits(p)
+        x = _flat(state)
+        columns = [p.var(t, k) for k in range(1, p.n_products + 1)]
+        x[columns] = 0.0
+        cut: dict[int, list[int]] = {}
+        for k, (j, quantity) in enumerate(zip(columns, wanted, strict=True), start=1):
+            if _over_rows(p, x, j, quantity):
+                fits = room(a, b, x, j, math.inf if bound is None else bound)
+                quantity = min(quantity, fits)
+                if _over_rows(p, x, j, quantity):
+                    quantity = 0.0
+                x[j] = quantity
+                cut[k] = _binding(p, x, j)
+            else:
+                x[j] = quantity
+        return [float(x[j]) for j in columns], cut
+
+    def _reasons(self, p: LPParams, rows: list[int]) -> list[str]:
+        """The limits that lowered a quantity, as an observation names them ("caps" for a product's demand cap)."""
+        names = _resource_names(p)
+        kinds = {r["row"]: r["kind"] for r in _rows(p)}
+        return [names[i] if kinds[i] == "resource" else "caps" for i in rows if kinds[i] in ("resource", "cap")]
 
     # --- operations -------------------------------------------------------------------------
     @probe
@@ -365,17 +402,20 @@ class LP(Mechanism[LPParams]):
     @probe
     def probe_demand_caps(self, p: LPParams, state: State, period: Period) -> Observation:
         """the most units of each product that can be sold in one period"""
-        caps: dict[str, float | None] = {}
-        for k in range(1, p.n_products + 1):
-            j = p.var(period, k)
-            own = [p.b_ub[r["row"]] / p.A_ub[r["row"]][j] for r in _rows(p) if r["kind"] == "cap" and r["var"] == j]
-            caps[f"product {k}"] = min(own) if own else None
-        return {"period": period, "caps": caps}
+        return {"period": period, "caps": {f"product {k}": self._cap(p, p.var(period, k))
+                                           for k in range(1, p.n_products + 1)}}
+
+    @staticmethod
+    def _cap(p: LPParams, j: int) -> float | None:
+        own = [p.b_ub[r["row"]] / p.A_ub[r["row"]][j] for r in _rows(p) if r["kind"] == "cap" and r["var"] == j]
+        return min(own) if own else None
 
     @info(decoy=True, estimates="profit")
-    def read_profit_sticker(self, p: LPParams, state: State, period: Period, product: Product) -> Observation:
-        """the posted profit per unit of one product in one period"""
-        return {"period": period, "product": product, "posted": p.sticker_profit[p.var(period, product)]}
+    def read_profit_stickers(self, p: LPParams, state: State) -> Observation:
+        """the posted profit per unit of every product in every period: outside estimates, not the true profits"""
+        return {"posted": {f"period {t}": {f"product {k}": p.sticker_profit[p.var(t, k)]
+                                           for k in range(1, p.n_products + 1)}
+                           for t in range(1, p.periods + 1)}}
 
     @info
     def list_products(self, p: LPParams, state: State) -> Observation:
@@ -384,13 +424,13 @@ class LP(Mechanism[LPParams]):
 
     @info
     def view_plan(self, p: LPParams, state: State) -> Observation:
-        """the current period, this period's quantities, the committed ones and the profit"""
+        """the current period, this period's quantities, the committed ones and their profit"""
         t = state["period"] + 1
         current = min(t, p.periods)
         return {"period": current, "periods": p.periods, "planned": planned(state["quantities"][current - 1]),
                 "committed": [{"period": s + 1, "quantities": list(state["quantities"][s])}
                               for s in range(min(t - 1, p.periods))],
-                "total": self.utility(p, state)}
+                "profit so far": self._committed_profit(p, state)}
 
     @info
     def resource_slack(self, p: LPParams, state: State) -> Observation:
@@ -414,25 +454,13 @@ class LP(Mechanism[LPParams]):
 
     @decision
     def set_plan(self, p: LPParams, state: State, quantities: Plan) -> Observation:
-        """set the units of every product this period at once, each cut to what fits"""
+        """replace this period's whole plan: every product's units at once, each in product order lowered to what
+        fits beside the ones before it"""
         t = self._open_period(state)
-        bound = _quantity_bound(p)
-        before = list(state["quantities"][t - 1])
-        cut = []
-        for k, quantity in enumerate(quantities, start=1):
-            current = state["quantities"][t - 1][k - 1]
-            if _violations(p, state, k, quantity):
-                fits = room(*limits(p), _flat(state), p.var(t, k), math.inf if bound is None else bound)
-                quantity = min(quantity, max(current, fits))
-                if _violations(p, state, k, quantity):
-                    quantity = current
-                cut.append(k)
-            state["quantities"][t - 1][k - 1] = quantity
-        if any(q < 0 for q in state["quantities"][t - 1]):  # cannot happen; keep the state whole regardless
-            state["quantities"][t - 1] = before
-            raise ActionError("the plan could not be set")
-        return {"period": t, "planned": planned(state["quantities"][t - 1]), "cut": cut,
-                "profit": self._period_profit(p, state, t)}
+        plan, cut = self._fitted(p, state, t, quantities)
+        state["quantities"][t - 1] = plan
+        return {"period": t, "planned": {f"product {k}": q for k, q in enumerate(plan, start=1) if k not in cut},
+                "cut": {f"product {k}": self._reasons(p, rows) for k, rows in cut.items()}}
 
     @decision
     def clear_production(self, p: LPParams, state: State) -> Observation:
@@ -461,10 +489,18 @@ class LP(Mechanism[LPParams]):
     def _resources(p: LPParams, period: int) -> list[dict[str, Any]]:
         return [r for r in _rows(p) if r["kind"] == "resource" and period in r["periods"]]
 
+    @staticmethod
+    def _shared(p: LPParams) -> int:
+        return sum(1 for r in _rows(p) if r["kind"] == "resource" and len(r["periods"]) > 1)
+
     def utility(self, params: LPParams, state: dict[str, Any]) -> float:
         return float(np.dot(params.c, _flat(state)))
 
-    # --- facts, belief, heuristics ----------------------------------------------------------
+    def ledger(self, params: LPParams, state: dict[str, Any]) -> dict[str, Any]:
+        return {"profit": {f"period {t}": self._period_profit(params, state, t) for t in range(1, params.periods + 1)},
+                "total": self.utility(params, state)}
+
+    # --- facts ------------------------------------------------------------------------------
     def facts(self, params: LPParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
         names = _resource_names(p)
@@ -488,16 +524,22 @@ class LP(Mechanism[LPParams]):
                 for r in resources))
         resource_rows = [r["row"] for r in rows if r["kind"] == "resource"]
         cap_values = [p.b_ub[r["row"]] / p.A_ub[r["row"]][r["var"]] for r in rows if r["kind"] == "cap"]
+        counts = self._counts(p)
+        shared = self._shared(p)
+        bound = _quantity_bound(p)
+        limited = ", ".join(f"{n} in {per} {t}" for t, n in enumerate(counts, start=1))
         return [
             rule("structure", f"There are {p.n_products} {v['products']}, numbered 1 to {p.n_products}, and "
                  f"{p.periods} {per}(s), numbered 1 to {p.periods}. In each {per} you choose how many units of each "
                  f"{v['product']} to make (any non-negative amount, fractions allowed), from 0 to "
-                 f"{'any amount' if _quantity_bound(p) is None else format(_quantity_bound(p), 'g')}.",
-                 p.n_products, p.periods,
-                 *([_quantity_bound(p)] if _quantity_bound(p) is not None else [])),
+                 f"{'any amount' if bound is None else format(bound, 'g')}. Each {per} has its own limits on "
+                 f"{v['resources']}, each numbered from 1 within its {per}: {limited}"
+                 + (f"; {shared} shared limit(s) on {v['resources']} span several {per}s" if shared else "") + ".",
+                 p.n_products, p.periods, *counts, *([shared] if shared else []),
+                 *([bound] if bound is not None else [])),
             probed("profits", "probe_profit", f"The true profit per unit in {v['currency']}, {v['product']} by "
                    f"{v['product']}: {'; '.join(profits)}.", p.c),
-            probed("posted", "read_profit_sticker", f"The {v['sticker']} posts these profits per unit in "
+            probed("posted", "read_profit_stickers", f"The {v['sticker']} posts these profits per unit in "
                    f"{v['currency']} (an outside estimate, not the true profit): {'; '.join(posted)}.",
                    p.sticker_profit),
             probed("caps", "probe_demand_caps", f"The most units of each {v['product']} that can be sold, "
@@ -508,85 +550,24 @@ class LP(Mechanism[LPParams]):
                    f"{v['product']}: {'; '.join(usage)}.",
                    [a for i in resource_rows for a in p.A_ub[i] if a != 0]),
             rule("constraints", f"In each {per} the units made may not use more {v['resources']} than are "
-                 f"available nor exceed what can be sold. Setting one {v['product']} above that is refused; "
-                 f"setting a whole {per} at once lowers each {v['product']}, in number order, to what still fits. "
-                 f"Only the current {per} can be set; committing it starts the next."),
+                 f"available nor exceed what can be sold. Setting one {v['product']} above that is refused. "
+                 f"Setting a whole {per} at once replaces its plan, whatever was planned before: starting from "
+                 f"nothing, each {v['product']} in number order is lowered to what still fits beside the "
+                 f"{v['products']} before it, so the same setting always gives the same plan. Only the current "
+                 f"{per} can be set; committing it starts the next."),
             rule(OBJECTIVE, f"Your result is the total profit in {v['currency']}: the sum over every {per} and "
                  f"{v['product']} of the units made times the true profit per unit (a negative profit loses "
-                 f"money on every unit)."),
+                 f"money on every unit). A {per}'s profit is reported when it is committed; setting a plan reports "
+                 "what was planned and what was lowered by which limit, not its profit."),
             rule(END, f"Committing the last {per} ends the episode; closing the books ends it at once, the "
                  f"current {per}'s plan counting and later {per}s making nothing."),
             rule(BUDGET_END, f"If the turns run out first, the committed {per}s and the current {per}'s plan "
                  f"as it stands count, and later {per}s make nothing."),
         ]
 
-    def probe_order(self, params: LPParams) -> list[Action]:
-        """The limits and caps of every period first (one call each), then each product-period's profit and use,
-        highest posted profit first."""
-        p = params
-        calls = [Action(op=op, args={"period": t}) for t in range(1, p.periods + 1)
-                 for op in ("probe_resource_limits", "probe_demand_caps")]
-        pairs = sorted(((t, k) for t in range(1, p.periods + 1) for k in range(1, p.n_products + 1)),
-                       key=lambda tk: (-p.sticker_profit[p.var(*tk)], tk))
-        for t, k in pairs:
-            calls += [Action(op=op, args={"period": t, "product": k}) for op in ("probe_profit", "probe_usage")]
-        return calls
-
-    def believed(self, params: LPParams, probed: list[Action]) -> LPParams:
-        """Probed figures are true. An unprobed profit is the posted one; an unprobed use of a resource is the mean
-        probed use of that resource row (2 when none); unprobed limits of a period make nothing in it; an unprobed
-        cap is no cap beyond the largest quantity."""
-        p = params
-        done = {(a.op, a.args.get("period"), a.args.get("product")) for a in probed}
-        c = [p.c[p.var(t, k)] if ("probe_profit", t, k) in done else p.sticker_profit[p.var(t, k)]
-             for t in range(1, p.periods + 1) for k in range(1, p.n_products + 1)]
-        used = {p.var(t, k) for (op, t, k) in done if op == "probe_usage"}
-        bound = _quantity_bound(p) or 1e6
-        a, b = [], []
-        for r in _rows(p):
-            row = list(p.A_ub[r["row"]])
-            limit = p.b_ub[r["row"]]
-            if r["kind"] == "resource":
-                known = [row[j] for j in used if row[j] != 0]
-                guess = sum(known) / len(known) if known else 2.0
-                row = [row[j] if j in used or row[j] == 0 else guess for j in range(p.n)]
-                if not all(("probe_resource_limits", t, None) in done for t in r["periods"]):
-                    limit = 0.0
-            elif r["kind"] == "cap":
-                t = r["periods"][0]
-                if ("probe_demand_caps", t, None) not in done:
-                    limit = bound * row[r["var"]]
-            a.append(row)
-            b.append(limit)
-        return LPParams(c=c, A_ub=a, b_ub=b, sticker_profit=list(p.sticker_profit), products=p.products,
-                        periods=p.periods)
-
-    def heuristic_actions(self, params: LPParams) -> dict[str, list[Action]]:
-        """posted_fill: each period, every product posted profitable at the largest quantity, cut to fit in number
-        order. posted_greedy: each period, probe its limits, caps and every product's use, then fill the products in
-        order of posted profit per unit of their scarcest resource, each as much as fits."""
-        p = params
-        bound = _quantity_bound(p) or 1e6
-        fill: list[Action] = []
-        greedy: list[Action] = []
-        x = np.zeros(p.n)
-        a, b = limits(p)
-        for t in range(1, p.periods + 1):
-            wanted = [bound if p.sticker_profit[p.var(t, k)] > 0 else 0.0 for k in range(1, p.n_products + 1)]
-            fill += [Action(op="set_plan", args={"quantities": wanted}), Action(op="advance_period")]
-            greedy += [Action(op="probe_resource_limits", args={"period": t}),
-                       Action(op="probe_demand_caps", args={"period": t}),
-                       *(Action(op="probe_usage", args={"period": t, "product": k})
-                         for k in range(1, p.n_products + 1))]
-            js = [p.var(t, k) for k in range(1, p.n_products + 1)]
-            scarcity = {j: max((a[i, j] / max(b[i], 1e-9) for i in range(len(b)) if a[i, j] > 0), default=1e-9)
-                        for j in js}
-            for j in sorted((j for j in js if p.sticker_profit[j] > 0),
-                            key=lambda j: (-p.sticker_profit[j] / scarcity[j], j)):
-                x[j] = room(a, b, x, j, bound)
-            greedy += [Action(op="set_plan", args={"quantities": [float(x[j]) for j in js]}),
-                       Action(op="advance_period")]
-        return {"posted_fill": fill, "posted_greedy": greedy}
+    def _counts(self, p: LPParams) -> list[int]:
+        """How many limits on resources belong to each period alone."""
+        return [sum(1 for r in self._resources(p, t) if len(r["periods"]) == 1) for t in range(1, p.periods + 1)]
 
     def secret_numbers(self, params: LPParams) -> list[float]:
         p = params
@@ -599,8 +580,154 @@ class LP(Mechanism[LPParams]):
         p = params
         counts = [len(self._resources(p, t)) for t in range(1, p.periods + 1)]
         bound = _quantity_bound(p)
-        return [p.n_products, p.periods, *counts, *range(1, max(p.n_products, p.periods, *counts) + 1),
-                0, *([bound] if bound is not None else [])]
+        return [p.n_products, p.periods, *counts, *self._counts(p), self._shared(p),
+                *range(1, max(p.n_products, p.periods, *counts) + 1), 0, *([bound] if bound is not None else [])]
+
+    # --- players: what an agent can know (mechanisms.players) -----------------------------------
+    def public_view(self, params: LPParams) -> dict[str, Any]:
+        p = params
+        return {"products": p.n_products, "periods": p.periods, "limits per period": self._counts(p),
+                "shared limits": self._shared(p), "largest": _quantity_bound(p)}
+
+    @staticmethod
+    def _posted(known: Knowledge) -> dict[tuple[int, int], float]:
+        """The posted profit of every (period, product) as the sheet showed it (none when it was not read)."""
+        sheet = known.latest("read_profit_stickers")
+        if sheet is None:
+            return {}
+        return {(int(period.split()[-1]), int(product.split()[-1])): float(value)
+                for period, row in sheet["posted"].items() for product, value in row.items()}
+
+    def default_policy(self, seat: Seat) -> None:
+        """Reads the posted profits and trusts them: each period, every product posted profitable at the largest
+        quantity, lowered to fit in number order by the bulk setting; then commits the period."""
+        seat.call("read_profit_stickers")
+        posted = self._posted(seat.known)
+        n, periods = seat.known.public["products"], seat.known.public["periods"]
+        most = seat.known.public["largest"] or UNBOUNDED_GUESS
+        for t in range(1, periods + 1):
+            wanted = [most if posted.get((t, k), 0.0) > 0 else 0.0 for k in range(1, n + 1)]
+            if any(wanted):
+                seat.call("set_plan", quantities=wanted)
+            seat.call("advance_period")
+
+    def probe_order(self, known: Knowledge) -> list[Action]:
+        """The limits and caps of every period first (one call each: without them a plan is blind), then each
+        product-period's use of the limits, highest posted profit first (a use is a guess from a wide range; the
+        posted profit is a noisy but fair estimate), then the profits in the same order."""
+        n, periods = known.public["products"], known.public["periods"]
+        posted = self._posted(known)
+        calls = [Action(op=op, args={"period": t}) for t in range(1, periods + 1)
+                 for op in ("probe_resource_limits", "probe_demand_caps")]
+        pairs = sorted(((t, k) for t in range(1, periods + 1) for k in range(1, n + 1)),
+                       key=lambda tk: (-posted.get(tk, 0.0), tk))
+        for op in ("probe_usage", "probe_profit"):
+            calls += [Action(op=op, args={"period": t, "product": k}) for t, k in pairs]
+        return calls
+
+    def believed(self, known: Knowledge) -> LPParams:
+        """Verified figures are true. An unverified profit is the posted one (1 when the sheet was not read); an
+        unverified use of a limit is the mean verified use of that limit (of every limit when none of it is
+        verified; 2 when none is); a period whose limits were not verified has none; an unverified cap is the
+        largest quantity."""
+        public = known.public
+        n, periods = public["products"], public["periods"]
+        most = public["largest"] or UNBOUNDED_GUESS
+        total = n * periods
+
+        def var(t: int, k: int) -> int:
+            return (t - 1) * n + (k - 1)
+
+        posted = self._posted(known)
+        sticker = [posted.get((t, k), 1.0) for t in range(1, periods + 1) for k in range(1, n + 1)]
+        c = list(sticker)
+        for _, seen in known.observations("probe_profit"):
+            c[var(seen["period"], seen["product"])] = float(seen["profit"])
+        used = {(seen["period"], seen["product"]): seen["usage"] for _, seen in known.observations("probe_usage")}
+        # every limit verified: a period's own ("resource i" of period t) or a shared one (by its name)
+        rows: dict[tuple[int, str] | str, dict[str, Any]] = {}
+        for _, seen in known.observations("probe_resource_limits"):
+            t = seen["period"]
+            for name, limit in seen["limits"].items():
+                key = name if name.startswith("shared") else (t, name)
+                row = rows.setdefault(key, {"limit": float(limit), "periods": set()})
+                row["periods"].add(t)
+        every_use = [float(u) for usage in used.values() for u in usage.values()]
+        a_rows, b = [], []
+        for key, row in rows.items():
+            name = key if isinstance(key, str) else key[1]
+            own = [float(usage[name]) for (t, _), usage in used.items() if t in row["periods"] and name in usage]
+            pool = own or every_use
+            guess = sum(pool) / len(pool) if pool else 2.0
+            coefficients = [0.0] * total
+            for t in row["periods"]:
+                for k in range(1, n + 1):
+                    usage = used.get((t, k))
+                    coefficients[var(t, k)] = float(usage.get(name, 0.0)) if usage is not None else guess
+            a_rows.append(coefficients)
+            b.append(row["limit"])
+        caps = {seen["period"]: seen["caps"] for _, seen in known.observations("probe_demand_caps")}
+        for t in range(1, periods + 1):
+            for k in range(1, n + 1):
+                cap = caps[t].get(f"product {k}") if t in caps else most
+                if cap is None:  # no cap: the largest quantity still bounds what is believed
+                    cap = most
+                coefficients = [0.0] * total
+                coefficients[var(t, k)] = 1.0
+                a_rows.append(coefficients)
+                b.append(float(cap))
+        return LPParams(c=c, A_ub=a_rows, b_ub=b, sticker_profit=sticker, products=n, periods=periods)
+
+    def heuristic_policies(self) -> dict[str, Policy]:
+        """posted_greedy: each period, verify its limits, caps and every product's use, then fill the products in
+        order of posted profit per unit of their scarcest limit, each as much as fits, and commit.
+        verified_fill: each period, verify every product's profit, then set every truly profitable product at the
+        largest quantity, lowered to fit in number order, and commit."""
+
+        def posted_greedy(seat: Seat) -> None:
+            seat.call("read_profit_stickers")
+            posted = self._posted(seat.known)
+            n, periods = seat.known.public["products"], seat.known.public["periods"]
+            most = seat.known.public["largest"] or UNBOUNDED_GUESS
+            for t in range(1, periods + 1):
+                limits_seen = seat.call("probe_resource_limits", period=t) or {}
+                caps_seen = seat.call("probe_demand_caps", period=t) or {}
+                usage = {k: (seat.call("probe_usage", period=t, product=k) or {}).get("usage", {})
+                         for k in range(1, n + 1)}
+                free = dict(limits_seen.get("limits", {}))
+                caps = caps_seen.get("caps", {})
+
+                scarcity = {k: max((u / max(free.get(name, 0.0), 1e-9) for name, u in usage[k].items() if u > 0),
+                                   default=1e-9) for k in range(1, n + 1)}
+                chosen = sorted((k for k in range(1, n + 1) if posted.get((t, k), 0.0) > 0),
+                                key=lambda k: (-posted[(t, k)] / scarcity[k], k))
+                plan = [0.0] * n
+                for k in chosen:
+                    cap = caps.get(f"product {k}")
+                    amount = most if cap is None else min(float(cap), most)
+                    for name, u in usage[k].items():
+                        if u > 0 and name in free:
+                            amount = min(amount, max(free[name], 0.0) / u)
+                    plan[k - 1] = amount
+                    for name, u in usage[k].items():
+                        if name in free:
+                            free[name] -= u * amount
+                if any(plan):
+                    seat.call("set_plan", quantities=plan)
+                seat.call("advance_period")
+
+        def verified_fill(seat: Seat) -> None:
+            n, periods = seat.known.public["products"], seat.known.public["periods"]
+            most = seat.known.public["largest"] or UNBOUNDED_GUESS
+            for t in range(1, periods + 1):
+                profits = [(seat.call("probe_profit", period=t, product=k) or {}).get("profit", 0.0)
+                           for k in range(1, n + 1)]
+                wanted = [most if profit > 0 else 0.0 for profit in profits]
+                if any(wanted):
+                    seat.call("set_plan", quantities=wanted)
+                seat.call("advance_period")
+
+        return {"posted_greedy": posted_greedy, "verified_fill": verified_fill}
 
 
 register(LP())

@@ -13,16 +13,18 @@ Parameters (all can be given as data):
   (hidden, non-negative); ``b_ub``: the m resource limits (hidden, non-negative), so making nothing is
   always feasible and the instance is never infeasible; a strictly concave objective is never unbounded
 - ``sticker_margin``: the posted per-unit margin of each product (a decoy: a noisy, sometimes wrong copy
-  of ``c`` that says nothing about the curvature; the default policy trusts it; when omitted from data
-  it equals ``c``)
+  of ``c`` that says nothing about the curvature, every product's shown by one call; the default policy
+  trusts it; when omitted from data it equals ``c``)
 The knobs: ``size`` is the number of products n (2..10), ``horizon`` the number of resource
 constraints m (1..6).
 Dynamics: the agent sets the quantity of one product at a time (any non-negative number up to a
 structural bound, a power of ten; a setting that would push some resource above its limit is refused) or
-the whole plan at once with ``set_plan`` (each quantity, in product order, lowered to what still fits);
-viewing the plan shows its profit, so an agent can check its reading of the objective (with the 1/2);
-``commit_plan`` or ``finish`` ends the episode and the plan stands. u* is the utility of the replayed
-optimal plan.
+the whole plan at once with ``set_plan``, which replaces it: from nothing, each quantity in product order is
+lowered to what still fits beside the ones before it, whatever was planned before. A decision or a view
+shows the units planned and which were lowered by which limit, never the profit (differencing trial plans
+would reveal every margin and decline); ``commit_plan`` or ``finish`` ends the episode, the plan stands and
+its profit is reported with the ledger (income at the first unit margins, the decline's cost, the total).
+u* is the utility of the replayed optimal plan.
 Solved exactly: scipy SLSQP gives a starting point; its active set (the rows within a tolerance of
 their limit) is taken and the KKT system of that equality-constrained QP is solved by linear algebra;
 the result is verified (primal feasibility, multipliers >= 0, stationarity, each within 1e-9 relative)
@@ -44,6 +46,7 @@ from mechanisms.base import NEAR_OPTIMAL, ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, flat, non_negative, rows_of, stickers_default_to_truth
+from mechanisms.players import Knowledge, Policy, Seat
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -254,6 +257,13 @@ def _fitted(p: QPParams, wanted: list[float]) -> np.ndarray:
     return x
 
 
+def _binding(p: QPParams, x: np.ndarray, k: int) -> list[int]:
+    """The resources (0-based) that keep product k of plan x from rising: those it uses whose room is used up."""
+    _, _, a, b = _arrays(p)
+    free = b - a @ x
+    return [i for i in range(p.m) if a[i, k] > 0 and free[i] <= 1e-9 * max(1.0, abs(b[i]))]
+
+
 Product = Annotated[int, Between(1, "n"), "product number"]  # a product number, 1..n
 Quantity = Annotated[float, Between(0, _quantity_bound), "units to make"]  # units of one product
 # one quantity per product, each above its bound lowered to it
@@ -263,7 +273,7 @@ Plan = Annotated[list[float], Between(0, _quantity_bound, max_items="n", min_ite
 
 class QP(Mechanism[QPParams]):
     id = "qp"
-    version = 1
+    version = 2
     group = "near_ood"
     summary = ("plan production with increasing marginal cost under resource limits; convex quadratic program "
                "(SLSQP, made exact by the KKT system of its active set)")
@@ -273,11 +283,14 @@ class QP(Mechanism[QPParams]):
     default_size = 4
     default_horizon = 2
     difficulty_grid = [(3, 1), (4, 2), (6, 3), (8, 4), (10, 6)]
+    # cells and shares measured (issue 26). The default reads the limits and the uses it splits, so its calls lift
+    # the budget; the only heuristic that comes near the optimum (own_optimum_scaled) needs every probe, so hard (a
+    # heuristic between 0.5 and 0.75 while full information does not fit) is a narrow band of budgets
     difficulty_tiers = {
-        "easy": Tier(((2, 1), (3, 1), (3, 2)), 1.0),
-        "medium": Tier(tuple(difficulty_grid), 1.0),
-        "hard": Tier(((10, 4), (12, 5)), 0.8),
-        "frontier": Tier(((14, 6), (16, 8)), 0.3),
+        "easy": Tier(((2, 1), (3, 1)), 1.0),
+        "medium": Tier(((6, 3), (8, 4), (10, 6)), 1.0),
+        "hard": Tier(((8, 4), (8, 3)), 0.4),
+        "frontier": Tier(((14, 6), (16, 8)), 0.2),
     }
     u0_band = (-1.0, 0.97)
 
@@ -304,11 +317,11 @@ class QP(Mechanism[QPParams]):
         tightness = rng.uniform(0.3, 0.9, m)
         limits = np.maximum(np.round(tightness * (usage @ free)), 1.0)
         data = {"c": c.tolist(), "Q": q.tolist(), "A_ub": usage.tolist(), "b_ub": limits.tolist()}
-        return self.with_misleading_stickers(lambda: QPParams(**data, sticker_margin=self._posted(rng, c)),
+        return self.with_misleading_stickers(lambda: QPParams(**data, sticker_margin=self._stickers(rng, c)),
                                             lambda u0, u_star, _: u0 <= NEAR_OPTIMAL * u_star)
 
     @staticmethod
-    def _posted(rng: np.random.Generator, c: np.ndarray) -> list[float]:
+    def _stickers(rng: np.random.Generator, c: np.ndarray) -> list[float]:
         """Posted margins: the true margins under a log-normal error, with the sign wrong now and then.
 
         A loss-making product is posted as profitable; a profitable one is, with chance 0.15, posted as a
@@ -346,40 +359,11 @@ class QP(Mechanism[QPParams]):
         return Solution(u_star, actions, "SLSQP active set made exact by its KKT system (verified; "
                         "primal active-set fallback)", facts)
 
-    def default_actions(self, params: QPParams) -> list[Action]:
-        """Trust the posted margins as constant: every product posted profitable gets an equal share of every
-        resource and uses all of it (the curvature is ignored); a product that no resource limits is skipped.
-        The plan is set in one bulk call."""
-        p = params
-        _, _, a, b = _arrays(p)
-        chosen = [k for k in range(p.n) if p.sticker_margin[k] > 0]
-        bound = _quantity_bound(p)
-        x = np.zeros(p.n)
-        for k in chosen:
-            rows = [i for i in range(p.m) if a[i, k] > 0]
-            if not rows:
-                continue
-            share = min(b[i] / len(chosen) / a[i, k] for i in rows)
-            quantity = float(min(share, bound))
-            trial = x.copy()
-            trial[k] = quantity
-            if quantity <= 0 or _over(p, trial):
-                continue
-            x = trial
-        actions = [Action(op="read_posted_margin", args={"product": 1})]
-        if np.any(x > 0):
-            actions.append(Action(op="set_plan", args={"quantities": [float(v) for v in x]}))
-        actions.append(Action(op="commit_plan"))
-        return actions
-
     def initial_state(self, params: QPParams) -> dict[str, Any]:
         return {"quantities": [0.0] * params.n, "committed": False, "finished": False}
 
-    def _plan(self, p: QPParams, state: dict[str, Any]) -> dict[str, Any]:
-        return {"quantities": planned(state["quantities"]), "profit": self.utility(p, state)}
-
     def _close(self, p: QPParams, state: State, committed: bool) -> Observation:
-        """End the episode; the plan as it stands counts."""
+        """End the episode; the plan as it stands counts (its profit is reported now)."""
         state.update(committed=state["committed"] or committed, finished=True)
         return {"committed": planned(state["quantities"]), "total": self.utility(p, state), "finished": True}
 
@@ -405,9 +389,9 @@ class QP(Mechanism[QPParams]):
         return {"limits": {f"resource {i + 1}": p.b_ub[i] for i in range(p.m)}}
 
     @info(decoy=True, estimates="margin")
-    def read_posted_margin(self, p: QPParams, state: State, product: Product) -> Observation:
-        """the posted per-unit margin of one product"""
-        return {"product": product, "posted": p.sticker_margin[product - 1]}
+    def read_posted_margins(self, p: QPParams, state: State) -> Observation:
+        """the posted per-unit margin of every product: outside estimates, not the true margins"""
+        return {"posted": {f"product {k + 1}": p.sticker_margin[k] for k in range(p.n)}}
 
     @info
     def list_products(self, p: QPParams, state: State) -> Observation:
@@ -416,8 +400,8 @@ class QP(Mechanism[QPParams]):
 
     @info
     def view_plan(self, p: QPParams, state: State) -> Observation:
-        """the planned quantity of every product and the profit of that plan"""
-        return self._plan(p, state)
+        """the planned quantity of every product (its profit is reported when the plan is committed)"""
+        return {"quantities": planned(state["quantities"])}
 
     @info
     def resource_slack(self, p: QPParams, state: State) -> Observation:
@@ -441,16 +425,19 @@ class QP(Mechanism[QPParams]):
 
     @decision
     def set_plan(self, p: QPParams, state: State, quantities: Plan) -> Observation:
-        """set the quantity of every product at once, each cut to what still fits"""
+        """replace the whole plan: every product's units at once, each in product order lowered to what still fits
+        beside the ones before it"""
         x = _fitted(p, quantities)
         state["quantities"] = [float(v) for v in x]
-        return {**self._plan(p, state), "cut": [k + 1 for k in range(p.n) if x[k] < quantities[k]]}
+        cut = [k for k in range(p.n) if x[k] < quantities[k]]
+        return {"quantities": {f"product {k + 1}": float(x[k]) for k in range(p.n) if k not in cut},
+                "cut": {f"product {k + 1}": [f"resource {i + 1}" for i in _binding(p, x, k)] for k in cut}}
 
     @decision
     def clear_plan(self, p: QPParams, state: State) -> Observation:
         """set every quantity to 0"""
         state["quantities"] = [0.0] * p.n
-        return self._plan(p, state)
+        return {"quantities": planned(state["quantities"])}
 
     @clock
     def commit_plan(self, p: QPParams, state: State) -> Observation:
@@ -465,7 +452,13 @@ class QP(Mechanism[QPParams]):
     def utility(self, params: QPParams, state: dict[str, Any]) -> float:
         return _profit(params, np.asarray(state["quantities"], dtype=float))
 
-    # --- facts, belief, heuristics ----------------------------------------------------------
+    def ledger(self, params: QPParams, state: dict[str, Any]) -> dict[str, Any]:
+        c, q, _, _ = _arrays(params)
+        x = np.asarray(state["quantities"], dtype=float)
+        return {"quantities": planned(state["quantities"]), "first unit income": float(c @ x),
+                "decline cost": float(0.5 * x @ q @ x), "total": self.utility(params, state)}
+
+    # --- facts ------------------------------------------------------------------------------
     def facts(self, params: QPParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
         bound = _quantity_bound(p)
@@ -486,99 +479,175 @@ class QP(Mechanism[QPParams]):
             probed("usage", "probe_usage", f"The {v['resources']} one unit of each {v['product']} uses, limit by "
                    f"limit: {usage}.", [a for row in p.A_ub for a in row]),
             probed("limits", "probe_limits", f"The limits on {v['resources']}: {limits}.", p.b_ub),
-            probed("posted", "read_posted_margin", f"The {v['sticker']} posts these flat margins per unit in "
+            probed("posted", "read_posted_margins", f"The {v['sticker']} posts these flat margins per unit in "
                    f"{v['currency']} (an outside estimate of c_k that ignores the decline): {posted}.",
                    p.sticker_margin),
             rule("constraints", f"The {v['resources']} used by the plan (the sum over {v['products']} of x_k times "
                  f"the use per unit) may not exceed any limit. Setting one {v['product']} above what fits is "
-                 f"refused; setting the whole plan at once lowers each {v['product']}, in number order, to what "
-                 "still fits beside the ones before it."),
+                 f"refused. Setting the whole plan at once replaces it, whatever was planned before: starting from "
+                 f"nothing, each {v['product']} in number order is lowered to what still fits beside the ones "
+                 "before it, so the same setting always gives the same plan."),
             rule(OBJECTIVE, f"Your result is the profit of the plan when the episode ends, in {v['currency']}: "
                  "P(x) = (sum over k of c_k x_k) - 1/2 (sum over every k and every l of Q_kl x_k x_l), the "
-                 "double sum taking k = l as well as both Q_kl and Q_lk for k different from l. So one more unit "
-                 f"of {v['product']} k earns about c_k minus the sum over l of Q_kl x_l. Viewing the plan shows "
-                 "P(x) for the current plan."),
+                 "double sum taking k = l as well as both Q_kl and Q_lk for k different from l (the decline is mutual: "
+                 "Q_kl = Q_lk). So one more unit "
+                 f"of {v['product']} k earns about c_k minus the sum over l of Q_kl x_l. The profit is reported "
+                 "when the episode ends; setting or viewing a plan shows the units planned and what was lowered by "
+                 "which limit, not the profit."),
             rule(END, "Committing the plan ends the episode, and so does walking away; either way the plan as it "
                  "stands counts."),
             rule(BUDGET_END, "If the turns run out before you commit, the plan as it stands counts."),
         ]
 
-    def probe_order(self, params: QPParams) -> list[Action]:
+    # --- players: what an agent can know (mechanisms.players) -----------------------------------
+    def public_view(self, params: QPParams) -> dict[str, Any]:
+        return {"products": params.n, "limits": params.m, "largest": _quantity_bound(params)}
+
+    @staticmethod
+    def _posted(known: Knowledge) -> list[float] | None:
+        """The posted margins as the sheet showed them (None when it was not read)."""
+        sheet = known.latest("read_posted_margins")
+        if sheet is None:
+            return None
+        return [float(sheet["posted"][f"product {k}"]) for k in range(1, known.public["products"] + 1)]
+
+    def default_policy(self, seat: Seat) -> None:
+        """Reads the posted margins and trusts them as flat (the decline ignored): reads the limits and the use per
+        unit of every product posted profitable, gives each of them an equal share of every resource and uses all of
+        it (a product that no resource limits is skipped); the plan is set in one bulk call and committed."""
+        seat.call("read_posted_margins")
+        posted = self._posted(seat.known) or []
+        chosen = [k for k in range(1, len(posted) + 1) if posted[k - 1] > 0]
+        seen = seat.call("probe_limits") or {}
+        limits = seen.get("limits", {})
+        usage = {k: (seat.call("probe_usage", product=k) or {}).get("usage", {}) for k in chosen}
+        n, most = seat.known.public["products"], seat.known.public["largest"]
+        plan = [0.0] * n
+        for k in chosen:
+            shares = [float(limits[name]) / len(chosen) / float(use) for name, use in usage[k].items()
+                      if use > 0 and name in limits]
+            if shares:
+                plan[k - 1] = float(min(min(shares), most))
+        if any(plan):
+            seat.call("set_plan", quantities=plan)
+        seat.call("commit_plan")
+
+    def probe_order(self, known: Knowledge) -> list[Action]:
         """The limits first (one call), then per product, highest posted margin first: its margin, its decline
         row and its use of the resources."""
-        p = params
-        order = sorted(range(1, p.n + 1), key=lambda k: (-p.sticker_margin[k - 1], k))
+        n = known.public["products"]
+        posted = self._posted(known) or [0.0] * n
         calls = [Action(op="probe_limits")]
-        for k in order:
+        for k in sorted(range(1, n + 1), key=lambda k: (-posted[k - 1], k)):
             calls += [Action(op=name, args={"product": k})
                       for name in ("probe_margin", "probe_curvature", "probe_usage")]
         return calls
 
-    def believed(self, params: QPParams, probed: list[Action]) -> QPParams:
-        """Probed groups are true. An unprobed margin is the posted one; an unprobed decline row keeps what the
-        probed rows say of it (Q is symmetric), its own decline is its margin times the mean probed ratio of
-        decline to margin (1/15.5 when none is probed) and its cross declines 0; an unprobed use of a resource is
-        the mean probed use of that resource (2 when none); unprobed limits hold the plan at 0."""
-        p = params
-        done = {(a.op, a.args.get("product")) for a in probed}
-        margined = [k for k in range(p.n) if ("probe_margin", k + 1) in done]
-        rows = [k for k in range(p.n) if ("probe_curvature", k + 1) in done]
-        used = [k for k in range(p.n) if ("probe_usage", k + 1) in done]
-        c = [p.c[k] if k in margined else p.sticker_margin[k] for k in range(p.n)]
-        ratios = [p.Q[k][k] / max(abs(c[k]), 0.1) for k in rows]
+    def believed(self, known: Knowledge) -> QPParams:
+        """Verified figures are true. An unverified margin is the posted one (1 when the sheet was not read); an
+        unverified decline row keeps what the verified rows say of it (Q is symmetric), its own decline is its margin
+        times the mean verified ratio of decline to margin (1/15.5 when none is verified) and its cross declines 0;
+        an unverified use of a resource is the mean verified use of that resource (2 when none is); unverified
+        limits hold no plan back (the bulk setting lowers what does not fit)."""
+        n, m, most = known.public["products"], known.public["limits"], known.public["largest"]
+        sticker = self._posted(known) or [1.0] * n
+        c = list(sticker)
+        for _, seen in known.observations("probe_margin"):
+            c[seen["product"] - 1] = float(seen["margin"])
+        rows = {seen["product"] - 1: [float(seen["decline"][f"product {j + 1}"]) for j in range(n)]
+                for _, seen in known.observations("probe_curvature")}
+        ratios = [rows[k][k] / max(abs(c[k]), 0.1) for k in rows]
         ratio = sum(ratios) / len(ratios) if ratios else 1.0 / 15.5
-        q = np.zeros((p.n, p.n))
-        for k in rows:
-            q[k, :] = p.Q[k]
-            q[:, k] = p.Q[k]
-        for k in range(p.n):
+        q = np.zeros((n, n))
+        for k, row in rows.items():
+            q[k, :] = row
+            q[:, k] = row
+        for k in range(n):
             if k not in rows:
                 q[k, k] = max(abs(c[k]), 0.5) * ratio
         while np.linalg.eigvalsh(q)[0] <= 1e-6:
-            q = q + 0.01 * np.eye(p.n)
+            q = q + 0.01 * np.eye(n)
+        used = {seen["product"] - 1: [float(seen["usage"][f"resource {i + 1}"]) for i in range(m)]
+                for _, seen in known.observations("probe_usage")}
         a = []
-        for row in p.A_ub:
-            known = [row[k] for k in used]
-            guess = sum(known) / len(known) if known else 2.0
-            a.append([row[k] if k in used else guess for k in range(p.n)])
-        b = list(p.b_ub) if ("probe_limits", None) in done else [0.0] * p.m
-        return QPParams(c=c, Q=q.tolist(), A_ub=a, b_ub=b, sticker_margin=list(p.sticker_margin))
+        for i in range(m):
+            verified = [column[i] for column in used.values()]
+            guess = sum(verified) / len(verified) if verified else 2.0
+            a.append([used[k][i] if k in used else guess for k in range(n)])
+        limits = known.latest("probe_limits")
+        if limits is not None:
+            b = [float(limits["limits"][f"resource {i + 1}"]) for i in range(m)]
+        else:  # no limit believed: enough for every product at the largest quantity
+            b = [float(sum(row) * most) for row in a]
+        return QPParams(c=c, Q=q.tolist(), A_ub=a, b_ub=b, sticker_margin=sticker)
 
-    def heuristic_actions(self, params: QPParams) -> dict[str, list[Action]]:
-        """posted_greedy: read the limits and the use per unit, then fill the plan with the {products} in order of
+    def heuristic_policies(self) -> dict[str, Policy]:
+        """posted_greedy: read the limits and the use per unit, then fill the plan with the products in order of
         posted margin per unit of their scarcest resource, each as much as fits (the decline ignored).
-        own_optimum: probe every margin and decline row, set each product to where its own margin would vanish
-        (c_k / Q_kk, the cross declines ignored), cut to fit in number order.
+        own_optimum: verify every margin and decline row, set each product to where its own margin would vanish
+        (c_k / Q_kk, the cross declines ignored), lowered to fit in number order.
         own_optimum_scaled: the same after reading the limits and every use too, the whole plan scaled down to fit.
-        posted_scaled: own_optimum_scaled with the posted margins in place of the probed ones (fewer probes)."""
-        p = params
-        c, q, a, b = _arrays(p)
-        bound = _quantity_bound(p)
-        look = [Action(op="probe_limits"), *(Action(op="probe_usage", args={"product": k + 1}) for k in range(p.n))]
-        scarcity = [max((a[i, k] / max(b[i], 1e-9) for i in range(p.m)), default=0.0) for k in range(p.n)]
-        order = sorted((k for k in range(p.n) if p.sticker_margin[k] > 0),
-                       key=lambda k: (-p.sticker_margin[k] / max(scarcity[k], 1e-9), k))
-        x = np.zeros(p.n)
-        for k in order:
-            x[k] = room(a, b, x, k, bound)
-        greedy = [*look, Action(op="set_plan", args={"quantities": [float(v) for v in x]}), Action(op="commit_plan")]
-        probes = [Action(op=name, args={"product": k + 1}) for k in range(p.n)
-                  for name in ("probe_margin", "probe_curvature")]
-        own = np.clip(c / np.diag(q), 0.0, bound)
-        myopic = [*probes, Action(op="set_plan", args={"quantities": [float(v) for v in own]}),
-                  Action(op="commit_plan")]
-        use = a @ own
-        scale = min([1.0, *(b[i] / use[i] for i in range(p.m) if use[i] > 0)])
-        scaled = [*probes, *look, Action(op="set_plan", args={"quantities": [float(v) for v in own * scale]}),
-                  Action(op="commit_plan")]
-        rows = [Action(op="probe_curvature", args={"product": k + 1}) for k in range(p.n)]
-        guess = np.clip(np.asarray(p.sticker_margin) / np.diag(q), 0.0, bound)
-        use = a @ guess
-        scale = min([1.0, *(b[i] / use[i] for i in range(p.m) if use[i] > 0)])
-        posted = [*rows, *look, Action(op="set_plan", args={"quantities": [float(v) for v in guess * scale]}),
-                  Action(op="commit_plan")]
-        return {"posted_greedy": greedy, "own_optimum": myopic, "own_optimum_scaled": scaled,
-                "posted_scaled": posted}
+        posted_scaled: own_optimum_scaled with the posted margins in place of the verified ones (fewer calls)."""
+
+        def look(seat: Seat) -> tuple[np.ndarray, np.ndarray]:
+            """Read the limits and every product's use: (use per unit, limits) as arrays (0 where not shown)."""
+            n, m = seat.known.public["products"], seat.known.public["limits"]
+            limits = (seat.call("probe_limits") or {}).get("limits", {})
+            a = np.zeros((m, n))
+            for k in range(1, n + 1):
+                usage = (seat.call("probe_usage", product=k) or {}).get("usage", {})
+                for i in range(m):
+                    a[i, k - 1] = float(usage.get(f"resource {i + 1}", 0.0))
+            return a, np.asarray([float(limits.get(f"resource {i + 1}", 0.0)) for i in range(m)])
+
+        def own(seat: Seat, margins: list[float] | None = None) -> np.ndarray:
+            """Verify every decline row (and every margin unless given): each product's own optimum."""
+            n, most = seat.known.public["products"], seat.known.public["largest"]
+            x = np.zeros(n)
+            for k in range(1, n + 1):
+                margin = margins[k - 1] if margins is not None else \
+                    (seat.call("probe_margin", product=k) or {}).get("margin", 0.0)
+                row = (seat.call("probe_curvature", product=k) or {}).get("decline", {})
+                own_decline = float(row.get(f"product {k}", 0.0))
+                x[k - 1] = min(max(margin / own_decline, 0.0), most) if own_decline > 0 else 0.0
+            return x
+
+        def scaled(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            use = a @ x
+            return x * min([1.0, *(b[i] / use[i] for i in range(len(b)) if use[i] > 0)])
+
+        def finish(seat: Seat, x: np.ndarray) -> None:
+            if np.any(x > 0):
+                seat.call("set_plan", quantities=[float(v) for v in x])
+            seat.call("commit_plan")
+
+        def posted_greedy(seat: Seat) -> None:
+            seat.call("read_posted_margins")
+            posted = self._posted(seat.known) or []
+            a, b = look(seat)
+            most = seat.known.public["largest"]
+            scarcity = [max((a[i, k] / max(b[i], 1e-9) for i in range(len(b))), default=0.0)
+                        for k in range(len(posted))]
+            x = np.zeros(len(posted))
+            for k in sorted((k for k in range(len(posted)) if posted[k] > 0),
+                            key=lambda k: (-posted[k] / max(scarcity[k], 1e-9), k)):
+                x[k] = room(a, b, x, k, most)
+            finish(seat, x)
+
+        def own_optimum(seat: Seat) -> None:
+            finish(seat, own(seat))
+
+        def own_optimum_scaled(seat: Seat) -> None:
+            x = own(seat)
+            finish(seat, scaled(x, *look(seat)))
+
+        def posted_scaled(seat: Seat) -> None:
+            seat.call("read_posted_margins")
+            x = own(seat, self._posted(seat.known))
+            finish(seat, scaled(x, *look(seat)))
+
+        return {"posted_greedy": posted_greedy, "own_optimum": own_optimum, "own_optimum_scaled": own_optimum_scaled,
+                "posted_scaled": posted_scaled}
 
     def secret_numbers(self, params: QPParams) -> list[float]:
         p = params

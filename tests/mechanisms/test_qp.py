@@ -39,13 +39,13 @@ def test_contract_shape():
     kinds = {op.kind for op in ops}
     names = {op.name for op in ops}
     assert len(ops) >= 10 and kinds == {"probe", "info", "decision", "clock"}
-    assert [op.name for op in ops if op.decoy] == ["read_posted_margin"] and "finish" in names
+    assert [op.name for op in ops if op.decoy] == ["read_posted_margins"] and "finish" in names
     assert len(names) == len(ops)
     for op in ops:
         for arg in op.args.values():
             assert arg.minimum is not None and arg.maximum is not None
             assert arg.type in ("integer", "number", "array")
-    assert M.group == "near_ood" and M.version == 1
+    assert M.group == "near_ood" and M.version == 2
     for size, horizon in M.grid():
         assert M.size_range[0] <= size <= M.size_range[1] and M.horizon_range[0] <= horizon <= M.horizon_range[1]
     assert 3 <= len(M.grid()) <= 6
@@ -153,7 +153,9 @@ def test_default_trusts_the_posted_margins_and_sits_inside_the_band():
         o = M.outcome(p)
         assert o.u_idle == 0.0 and o.solution.u_star > 0
         ops = [a.op for a in o.default_actions]
-        assert ops[0] == "read_posted_margin" and not any(op.startswith("probe") for op in ops)
+        # it reads the posted margins and trusts them: it never verifies a margin or a decline, only reads the
+        # limits and the uses it splits the resources by
+        assert ops[0] == "read_posted_margins" and not {"probe_margin", "probe_curvature"} & set(ops)
         made = {k + 1 for a in o.default_actions if a.op == "set_plan"
                 for k, q in enumerate(a.args["quantities"]) if q > 0}
         assert made <= {k + 1 for k in range(p.n) if p.sticker_margin[k] > 0}
@@ -182,7 +184,7 @@ def test_invalid_actions_raise_and_leave_the_state_unchanged():
            Action(op="set_quantity", args={"product": True, "quantity": 1.0}),
            Action(op="probe_margin", args={"product": 1.5}),
            Action(op="probe_curvature", args={"product": float("inf")}),
-           Action(op="read_posted_margin", args={"product": None})]
+           Action(op="read_posted_margin", args={"product": 1})]
     for state in (M.initial_state(p), _planned_state(p)):
         for action in bad:
             before = copy.deepcopy(state)
@@ -218,8 +220,8 @@ def test_probes_reveal_the_hidden_groups():
     usage = M.apply(p, state, Action(op="probe_usage", args={"product": 2}))["usage"]
     assert list(usage.values()) == [p.A_ub[i][1] for i in range(p.m)]
     assert list(M.apply(p, state, Action(op="probe_limits"))["limits"].values()) == p.b_ub
-    assert M.apply(p, state, Action(op="read_posted_margin", args={"product": 2}))["posted"] == \
-        p.sticker_margin[1]
+    assert M.apply(p, state, Action(op="read_posted_margins"))["posted"] == \
+        {f"product {k + 1}": p.sticker_margin[k] for k in range(p.n)}
     assert state == M.initial_state(p)
 
 
@@ -327,15 +329,19 @@ def test_the_objective_rule_matches_the_utility_with_the_half():
     state = M.initial_state(p)
     reply = M.apply(p, state, Action(op="set_plan", args={"quantities": [2.0, 3.0]}))
     x, q, c = np.array([2.0, 3.0]), np.asarray(p.Q), np.asarray(p.c)
-    assert reply["profit"] == pytest.approx(float(c @ x - 0.5 * x @ q @ x))
-    assert M.apply(p, state, Action(op="view_plan"))["profit"] == pytest.approx(M.utility(p, state))
+    assert "profit" not in reply and "profit" not in M.apply(p, state, Action(op="view_plan"))
+    ledger = M.ledger(p, state)
+    assert ledger["total"] == pytest.approx(float(c @ x - 0.5 * x @ q @ x)) == pytest.approx(M.utility(p, state))
+    assert ledger["first unit income"] - ledger["decline cost"] == pytest.approx(ledger["total"])
+    assert M.apply(p, state, Action(op="commit_plan"))["total"] == pytest.approx(ledger["total"])
 
 
 def test_the_bulk_plan_cuts_in_number_order_and_refuses_bad_lists():
     p = M.params_from_data(_data())  # one limit: x1 + 2 x2 <= 12
     state = M.initial_state(p)
     reply = M.apply(p, state, Action(op="set_plan", args={"quantities": [10.0, 5.0]}))
-    assert state["quantities"] == [10.0, 1.0] and reply["cut"] == [2]
+    assert state["quantities"] == [10.0, 1.0]
+    assert reply == {"quantities": {"product 1": 10.0}, "cut": {"product 2": ["resource 1"]}}
     for bad in ([1.0], [1.0, -1.0], [1.0, "2"], [1.0, float("inf")], [True, 1.0], 3.0, None):
         before = copy.deepcopy(state)
         with pytest.raises(ActionError):
@@ -347,48 +353,124 @@ def test_the_bulk_plan_cuts_in_number_order_and_refuses_bad_lists():
 
 @pytest.mark.parametrize("knobs", [(3, 1), (6, 3), (14, 6)])
 def test_the_informed_agent_reaches_one_when_every_probe_fits(knobs):
-    from envs.difficulty import informed_actions
+    from mechanisms.players import informed, run_policy
     from setter.spec import turn_budget
 
     for i in range(4):
         p = _sample(700 + i, *knobs)
         outcome = M.outcome(p)
         budget = turn_budget(M, p, outcome, 1.0)
-        assert len(M.probe_order(p)) == M.probe_allowance(p)
-        u, turns, errors = M.play(p, informed_actions(M, p, budget), budget)
-        assert errors == 0 and turns <= budget
+        assert len(M.probe_order(M.knowledge(p))) == M.probe_allowance(p)
+        calls, u = run_policy(M, p, informed(M), budget)
+        assert len(calls) <= budget and calls[0] == Action(op="read_posted_margins")
         assert u == pytest.approx(outcome.solution.u_star, rel=1e-9)
 
 
+def _seat_after(p: QPParams, calls: list[Action]):
+    from mechanisms.players import Seat
+
+    seat = Seat(M, p)
+    for call in calls:
+        seat.call(call)
+    return seat
+
+
 def test_belief_with_every_probe_solves_to_u_star_and_without_probes_uses_no_hidden_value():
+    sheet = [Action(op="read_posted_margins")]
     for i in range(5):
         p = _sample(720 + i, 5, 3)
-        assert M.solve(M.believed(p, M.probe_order(p))).u_star == pytest.approx(M.solve(p).u_star, rel=1e-9)
+        everything = _seat_after(p, sheet + M.probe_order(M.knowledge(p)))
+        assert M.solve(M.believed(everything.known)).u_star == pytest.approx(M.solve(p).u_star, rel=1e-9)
         data = p.model_dump()
         other = M.params_from_data({**data, "c": [v + 1.0 for v in data["c"]],
                                     "Q": [[q * 1.1 for q in row] for row in data["Q"]],
                                     "A_ub": [[a + 0.5 for a in row] for row in data["A_ub"]],
                                     "b_ub": [b + 3.0 for b in data["b_ub"]]})
-        assert M.believed(other, []) == M.believed(p, [])
-        M.solve(M.believed(p, M.probe_order(p)[:4]))  # a partial belief is a valid instance
+        if qp_module._quantity_bound(other) == qp_module._quantity_bound(p):
+            assert M.believed(_seat_after(other, sheet).known) == M.believed(_seat_after(p, sheet).known)
+        assert M.believed(_seat_after(p, sheet).known).c == list(p.sticker_margin)
+        M.solve(M.believed(_seat_after(p, sheet + M.probe_order(M.knowledge(p))[:4]).known))  # a valid instance
 
 
 def test_heuristics_play_within_the_budget_and_stay_between_idle_and_u_star():
+    from mechanisms.players import run_policy
     from setter.spec import turn_budget
 
     for i in range(6):
         p = _sample(740 + i, 6, 3)
         outcome = M.outcome(p)
         budget = turn_budget(M, p, outcome, 1.0)
-        heuristics = M.heuristic_actions(p)
+        heuristics = M.heuristic_policies()
         assert set(heuristics) == {"posted_greedy", "own_optimum", "own_optimum_scaled", "posted_scaled"}
-        for actions in heuristics.values():
-            u, turns, errors = M.play(p, actions, budget)
-            assert turns <= budget and errors == 0
+        for policy in heuristics.values():
+            calls, u = run_policy(M, p, policy, budget)
+            assert len(calls) <= budget
             # a naive plan may lose money (overproduction under the decline): below the idle 0, never above u*
             assert u <= outcome.solution.u_star + 1e-9 * max(1.0, abs(outcome.solution.u_star))
             assert 0.0 <= score(u, outcome.u0, outcome.solution.u_star) <= 1.0
-        assert M.run(p, heuristics["own_optimum_scaled"]) >= outcome.u_idle - 1e-9  # scaled to fit, never a loss
+        assert run_policy(M, p, heuristics["own_optimum_scaled"])[1] >= outcome.u_idle - 1e-9  # scaled: no loss
+
+
+def test_the_informed_agent_beats_listing_order_at_frontier():
+    from mechanisms.players import informed, naive_prober, run_policy
+    from setter.spec import turn_budget
+
+    tier = M.tiers()["frontier"]
+    gaps = []
+    for i in range(8):
+        p = _sample(i, *tier.grid[0])
+        outcome = M.outcome(p)
+        budget = turn_budget(M, p, outcome, tier.probe_share)
+        informed_u, naive_u = (run_policy(M, p, player(M), budget)[1] for player in (informed, naive_prober))
+        gaps.append(score(informed_u, outcome.u0, outcome.solution.u_star)
+                    - score(naive_u, outcome.u0, outcome.solution.u_star))
+    assert np.mean(gaps) >= 0.15
+
+
+# --- issue 26: set-all sets all; decisions show no profit ----------------------------------------------------------
+
+@pytest.mark.parametrize("knobs", [(4, 2), (14, 6)])
+def test_set_all_gives_the_same_plan_from_scratch_and_after_any_trial_plan(knobs):
+    rng = np.random.default_rng([26, *knobs])
+    for i in range(6):
+        p = _sample(900 + i, *knobs)
+        bound = qp_module._quantity_bound(p)
+        for _ in range(8):
+            call = Action(op="set_plan", args={"quantities": [float(v) for v in
+                                                             rng.choice([0.0, 2.0, 9.0, bound], p.n)]})
+            fresh, tried = M.initial_state(p), M.initial_state(p)
+            for _ in range(int(rng.integers(1, 4))):
+                roll = rng.random()
+                if roll < 0.5:
+                    M.apply(p, tried, Action(op="set_plan", args={"quantities": [float(v) for v in
+                                                                                rng.uniform(0, 30, p.n)]}))
+                elif roll < 0.85:
+                    try:
+                        M.apply(p, tried, Action(op="set_quantity", args={"product": int(rng.integers(1, p.n + 1)),
+                                                                          "quantity": float(rng.uniform(0, 20))}))
+                    except ActionError:
+                        pass
+                else:
+                    M.apply(p, tried, Action(op="clear_plan"))
+            assert M.apply(p, fresh, call) == M.apply(p, tried, call) and fresh == tried
+
+
+def test_decisions_show_no_profit_nor_hidden_figure():
+    from envs.completeness import observed_numbers
+
+    rng = np.random.default_rng(6)
+    for i in range(6):
+        p = _sample(950 + i, 6, 3)
+        secret = set(np.round(M.secret_numbers(p), 6)) - set(np.round(M.public_numbers(p), 6))
+        state = M.initial_state(p)
+        for _ in range(6):
+            wanted = [float(v) for v in rng.choice([0.0, 1.5, 7.0, 40.0], p.n)]
+            for reply in (M.apply(p, state, Action(op="set_plan", args={"quantities": wanted})),
+                          M.apply(p, state, Action(op="view_plan"))):
+                assert "profit" not in reply and "total" not in reply
+            typed = M.apply(p, state, Action(op="set_plan", args={"quantities": wanted}))
+            assert not (observed_numbers(typed) - set(wanted)) & secret
+        assert set(M.apply(p, state, Action(op="clear_plan"))["quantities"].values()) == {0.0}
 
 
 @pytest.mark.parametrize("knobs", [(12, 5), (16, 8)])
