@@ -3,8 +3,8 @@
 The store sells ``P`` products (the ``size`` knob, 1-3) for ``T`` days (the ``horizon`` knob, 30-365 in the
 difficulty grid; the sampler also accepts 3-29 days, with tiny menus and demands, for brute-force checks).
 Products share one cash balance. Days are numbered 1..T in the interface (0..T-1 below). The grid stops at
-3 products x 300 days: 3 x 365 daily demands do not fit the 6,000-character instruction limit of the written
-and revealed modes with every corpus passage (about half the 3 x 365 renderings do).
+3 products x 270 days: 3 x 300 daily demands do not fit the 6,000-character instruction limit of the written
+mode with every corpus passage (since the written prompt names each step tool's arguments, issue 26).
 
 Parameters (all can be given as data; lists are per product unless said otherwise):
 - ``base_demand``: P x T non-negative integers, the hidden base demand of each product on each day
@@ -15,15 +15,17 @@ Parameters (all can be given as data; lists are per product unless said otherwis
 - ``ad_response``: P x A integers, the demand multiplier of each advertising level in percent (0..1000)
 - ``unit_cost``, ``fixed_cost``: purchase cost per unit and fixed charge per order (non-negative)
 - ``holding_cost``: cost per unit held at the end of a day (non-negative)
-- ``lead_time``: days from placing an order to its arrival (1..14, below T); an order placed on day d
-  arrives at the start of day d + lead_time, before that day's sales; orders that would arrive after day T
-  are refused
+- ``lead_time``: days from placing an order to its arrival (1..7, below T; every mode states the bound); an
+  order placed on day d arrives at the start of day d + lead_time, before that day's sales; orders that would
+  arrive after day T are refused
 - ``daily_fee``: one store-wide fee charged every day (non-negative)
 - ``initial_cash``: the starting cash balance (non-negative); ``grace_days``: K (0..60)
 - ``max_order``: most units per order (one bound for all products; it must be at least every product's
   total of the largest possible daily demand, so it never binds an optimal plan)
 - ``forecast``: P x T, the posted demand forecast "sticker" (a biased decoy) for each day, stated at the
-  ``sticker_price_level`` of each product (1-based) and the middle advertising level
+  ``sticker_price_level`` of each product (1-based) and the middle advertising level; one call
+  (``read_forecasts``) shows every product's every day. Drawn before day 1: a bias per product and a trend error
+  that grows with the distance (FORECAST_DRIFT)
 Dynamics of day d: the demand of product p is ``base_demand[p][d] * price_response[p][i] * ad_response[p][a]
 // 10000`` (integer arithmetic) for its current price level i and advertising level a; sales =
 min(demand, stock); the cash balance receives the revenue and pays the advertising, the holding cost of the
@@ -49,8 +51,10 @@ ValueError for data whose relaxed plan is not certified.
 Bulk plans (issue 15): ``plan_prices``, ``plan_ads`` and ``plan_orders`` take one product's levels or order
 quantities for today and the days after (an array, one entry per day), so that the optimal plan is at most three
 calls per product and one ``advance_days``; the day-by-day tools remain. Hidden mode: every figure has a probe
-(``probe_order`` lists them, the base demand in ranges of MAX_RANGE days); the informed agent believes the
-forecast, read back to base demand, for the ranges it did not look up.
+(the base demand in ranges of MAX_RANGE days); a player believes the forecast, read back to base demand and
+corrected by the ranges it looked up (a bias and a trend), for the days it did not (issue 26). The ending's ledger
+shows the final cash balance and its parts (starting cash, sales, advertising, holding, purchases, order fees, day
+fees).
 """
 
 from __future__ import annotations
@@ -66,21 +70,28 @@ from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, flat, non_negative
+from mechanisms.players import Knowledge, Policy, Seat, decisions
 from mechanisms.registry import register
 from schemas.envspec import Action
 
 MAX_PRODUCTS = 3
 MAX_HORIZON = 366
-MAX_LEAD = 14
+MAX_LEAD = 7  # a lead time is at most a week (and shorter than the run): every mode states it
 MAX_LEVELS = 6
 MAX_RANGE = 92  # days per probe or forecast read
 SAMPLE_REDRAWS = 40
+# the posted forecast's trend error: the standard deviation of its log error a year out (its bias aside)
+FORECAST_DRIFT = 0.6
 TIE = 1e-9
 # what an agent believes of a figure it has not probed (no sticker posts it): middling values of the kind the family
 # draws, never the instance's own
 PRIOR_UNIT_COST, PRIOR_FIXED_COST, PRIOR_HOLDING, PRIOR_LEAD = 20.0, 100.0, 0.1, 3
 PRIOR_AD_COSTS, PRIOR_AD_RESPONSE = (20.0, 50.0, 90.0), (120, 140, 160)
 PRIOR_CASH = 10.0**9
+# a belief whose plan would go bankrupt on the known cash is planned with its order fees cut by these factors in turn
+# (smaller orders need less cash at once) before it is planned as if cash were no object
+CAUTIOUS_CUTS = (0.5, 0.5, 0.5)
+PRIOR_BASE = 20.0  # a day's base demand, without the forecasts or a verified day
 METHOD = ("Wagner-Whitin lot-sizing DP per product over order intervals (best price/ad per day given the "
           "holding age) on the bankruptcy-free relaxation; replayed plan certified free of bankruptcy")
 
@@ -143,8 +154,8 @@ class EcommerceParams(BaseModel):
         non_negative("initial_cash", [self.initial_cash])
         if any(not 1 <= s <= levels for s in self.sticker_price_level):
             raise ValueError(f"sticker_price_level entries must be price levels 1..{levels}")
-        if any(not 1 <= lt <= min(MAX_LEAD, horizon - 1) for lt in self.lead_time):
-            raise ValueError(f"lead_time entries must be between 1 and {min(MAX_LEAD, horizon - 1)} days")
+        if any(not 1 <= lt <= _longest_lead(horizon) for lt in self.lead_time):
+            raise ValueError(f"lead_time entries must be between 1 and {_longest_lead(horizon)} days")
         if not 0 <= self.grace_days <= 60:
             raise ValueError("grace_days must be between 0 and 60")
         need = max(sum(b * max(self.price_response[p]) * max(self.ad_response[p]) // 10000
@@ -173,11 +184,15 @@ class EcommerceParams(BaseModel):
 
 # --- dynamics --------------------------------------------------------------------------------------------
 
+# the ledger's parts of the cash balance (each the run's total so far; the costs positive)
+BOOKS = ("sales_revenue", "advertising_costs", "holding_costs", "purchase_costs", "order_fees", "daily_fees")
+
+
 def _fresh_state(p: EcommerceParams) -> dict[str, Any]:
     n = p.products
     return {"day": 0, "cash": float(p.initial_cash), "stock": [0] * n, "price": [p.price_levels // 2] * n,
             "ads": [0] * n, "pending": [0] * n, "pipeline": [], "negative_days": 0, "bankrupt": False,
-            "bankrupt_day": None, "finished": False, "scheduled": {}, "planned": []}
+            "bankrupt_day": None, "finished": False, "scheduled": {}, "planned": [], "books": dict.fromkeys(BOOKS, 0.0)}
 
 
 def _open_day(p: EcommerceParams, st: dict[str, Any]) -> None:
@@ -189,19 +204,24 @@ def _open_day(p: EcommerceParams, st: dict[str, Any]) -> None:
             st[kind][i] = value
 
 
-def _close_day(p: EcommerceParams, st: dict[str, Any]) -> list[int]:
-    """Serve today's demand, book the day, place today's orders, open the next day. Returns the units sold."""
-    sold = [0] * len(st["stock"])
-    _close_run(p, st, 1, sold)
-    return sold
-
-
 def _close_run(p: EcommerceParams, st: dict[str, Any], days: int, sold: list[int] | None = None,
                cash_path: list[float] | None = None) -> None:
-    """Close up to `days` days in a row (fewer when the run ends on the way), each as _close_day describes; `sold`
-    adds up each product's units sold, `cash_path` keeps [lowest cash, longest run of negative days] up to date.
+    """Close up to `days` days in a row (fewer when the run ends on the way), each one: serve the day's demand, book
+    it, place its orders, open the next day; `sold` adds up each product's units sold, `cash_path` keeps [lowest
+    cash, longest run of negative days] up to date.
 
-    One loop for many days: the replays close hundreds of days per play, and a day reads a dozen figures."""
+    One loop for many days: the replays close hundreds of days per play, and a day reads a dozen figures. The books
+    (BOOKS) add up what the days paid and earned."""
+    books = [0.0] * len(BOOKS)
+    try:
+        _close_days_booked(p, st, days, books, sold, cash_path)
+    finally:
+        for key, amount in zip(BOOKS, books, strict=True):
+            st["books"][key] += amount
+
+
+def _close_days_booked(p: EcommerceParams, st: dict[str, Any], days: int, books: list[float],
+                       sold: list[int] | None, cash_path: list[float] | None) -> None:
     levels, ad_levels, stocks, pending = st["price"], st["ads"], st["stock"], st["pending"]
     products = [(i, p.base_demand[i], p.price_response[i], p.ad_response[i], p.prices[i], p.ad_costs[i],
                  p.holding_cost[i], p.fixed_cost[i], p.unit_cost[i], p.lead_time[i]) for i in range(len(stocks))]
@@ -213,10 +233,16 @@ def _close_run(p: EcommerceParams, st: dict[str, Any], days: int, sold: list[int
             level, ads, stock = levels[i], ad_levels[i], stocks[i]
             sales = min(base[d] * price_response[level] * ad_response[ads] // 10000, stock)
             stock -= sales
-            profit = prices[level] * sales - ad_costs[ads] - holding * stock
+            income, ad, held = prices[level] * sales, ad_costs[ads], holding * stock
+            profit = income - ad - held
+            books[0] += income
+            books[1] += ad
+            books[2] += held
             quantity = pending[i]
             if quantity > 0:
                 profit -= fixed + unit * quantity
+                books[3] += unit * quantity
+                books[4] += fixed
                 st["pipeline"].append([d + lead, i, quantity])
                 pending[i] = 0
             cash += profit
@@ -224,6 +250,7 @@ def _close_run(p: EcommerceParams, st: dict[str, Any], days: int, sold: list[int
             if sold is not None:
                 sold[i] += sales
         cash -= fee
+        books[5] += fee
         st["cash"] = cash
         st["negative_days"] = st["negative_days"] + 1 if cash < 0 else 0
         d += 1
@@ -448,6 +475,61 @@ def _advance(days: int) -> Action:
     return Action(op="advance_day") if days == 1 else Action(op="advance_days", args={"days": days})
 
 
+def _ended(p: EcommerceParams, state: dict[str, Any]) -> dict[str, Any]:
+    """The state as the run ends from here: itself when it is over, else a copy run on the autopilot."""
+    if state["finished"]:
+        return state
+    rest = {**state, "stock": list(state["stock"]), "price": list(state["price"]), "ads": list(state["ads"]),
+            "pending": list(state["pending"]), "pipeline": [list(e) for e in state["pipeline"]],
+            "books": dict(state["books"])}
+    _autopilot(p, rest)
+    return rest
+
+
+def _correction(verified: dict[int, int], guess: list[float], T: int) -> list[float]:
+    """How far the forecast read back is off, day by day, judged from the verified days: the ratio of the verified
+    to the read-back demand, range by range (runs of consecutive days), a straight line in its logarithm through the
+    ranges' middles (a bias and a trend: the forecast's error grows with the distance); one range gives a bias only,
+    none leaves the forecast as it is."""
+    ranges: list[list[int]] = []
+    for d in sorted(verified):
+        if ranges and d == ranges[-1][-1] + 1:
+            ranges[-1].append(d)
+        else:
+            ranges.append([d])
+    points = []
+    for days in ranges:
+        read = sum(guess[d] for d in days)
+        seen = sum(verified[d] for d in days)
+        if read > 0 and seen > 0:
+            points.append((sum(days) / len(days), math.log(seen / read), len(days)))
+    if not points:
+        return [1.0] * T
+    weight = sum(w for _, _, w in points)
+    middle = sum(t * w for t, _, w in points) / weight
+    level = sum(y * w for _, y, w in points) / weight
+    spread = sum(w * (t - middle) ** 2 for t, _, w in points)
+    slope = sum(w * (t - middle) * (y - level) for t, y, w in points) / spread if spread > 0 else 0.0
+    return [math.exp(level + slope * (d - middle)) for d in range(T)]
+
+
+def _cash_in_doubt(known: Knowledge, belief: EcommerceParams) -> bool:
+    """Whether the belief plans as if cash were no object: the store terms are not verified (the cash may be short),
+    or its plan would go bankrupt on the cash they showed."""
+    return belief.initial_cash == PRIOR_CASH
+
+
+def _longest_lead(horizon: int) -> int:
+    """The longest lead time a run of this many days may have (every mode states it)."""
+    return min(MAX_LEAD, horizon - 1)
+
+
+def _sheet(known: Knowledge) -> list[dict[str, Any]] | None:
+    """The posted forecasts, product by product (None when the sheet was not read)."""
+    sheet = known.latest("read_forecasts")
+    return None if sheet is None else sheet["forecasts"]
+
+
 def _replay(p: EcommerceParams, actions: list[Action], mechanism: Mechanism) -> dict[str, Any]:
     state = _fresh_state(p)
     cash_path = [state["cash"], 0]  # the lowest cash, the longest run of negative days
@@ -548,7 +630,7 @@ def _report(state: dict[str, Any], first: int, sold: list[int] | None, before: f
 
 class Ecommerce365(Mechanism[EcommerceParams]):
     id = "ecommerce_365"
-    version = 1
+    version = 2
     group = "external"
     summary = ("run an online store day by day: prices, advertising and stock orders with a lead time, without "
                "going bankrupt; Wagner-Whitin lot-sizing DP on the bankruptcy-free relaxation, certified by replay")
@@ -557,16 +639,17 @@ class Ecommerce365(Mechanism[EcommerceParams]):
     horizon_range = (30, 365)  # days
     default_size = 2
     default_horizon = 365
-    difficulty_grid = [(1, 30), (1, 90), (2, 180), (2, 365), (3, 300)]  # 3 x 365 overflows the text limit
-    # measured (envs.difficulty): with every figure at hand a static price and a weekly order do well (easy); at
-    # medium only part of the base demand fits the budget, and a plan read back from the forecast does fairly; at
-    # hard three products leave that plan less room, and at frontier none (the informed agent stays above a
-    # quarter of the gap)
+    difficulty_grid = [(1, 30), (1, 90), (2, 180), (2, 365), (3, 270)]  # 3 x 300 overflows the text limit
+    # measured (envs.difficulty, issue 26): with every figure at hand a static price and a weekly order do well (easy);
+    # at medium only part of the base demand fits the budget, and a plan read back from the forecast does fairly; at
+    # hard and frontier three products leave that plan less room: looking up each product's first and last ranges of
+    # base demand (the forecast's bias and its trend) and its costs and advertising beats looking up the base demand
+    # in order with the rest left to middling priors (the naive prober)
     difficulty_tiers = {
         "easy": Tier(((1, 30), (1, 90), (2, 180)), 1.0),
         "medium": Tier(((2, 365), (2, 270)), 0.45),
-        "hard": Tier(((3, 240), (3, 270), (3, 280)), 0.5),
-        "frontier": Tier(((3, 300), (3, 240), (3, 180)), 0.38),
+        "hard": Tier(((3, 270), (3, 260), (3, 250)), 0.5),
+        "frontier": Tier(((3, 270), (3, 260), (3, 250)), 0.4),
     }
     u0_band = (-1.0, 0.9)
 
@@ -619,7 +702,9 @@ class Ecommerce365(Mechanism[EcommerceParams]):
             sticker = int(rng.integers(levels // 2 - 1, levels)) if levels > 2 else int(rng.integers(0, levels))
             true = base * response[sticker] * ad_lift[mid_ad] // 10000
             bias = rng.choice([rng.uniform(0.6, 0.85), rng.uniform(1.2, 1.6)])
-            forecast = np.maximum(np.round(true * bias * np.exp(rng.normal(0, 0.08, T))), 0).astype(int)
+            # made before day 1: besides its bias it misjudges the trend, an error that grows with the distance
+            drift = rng.normal(0, FORECAST_DRIFT) * days / 365
+            forecast = np.maximum(np.round(true * bias * np.exp(drift + rng.normal(0, 0.08, T))), 0).astype(int)
             data["base_demand"].append(base.tolist())
             data["forecast"].append(forecast.tolist())
             data["sticker_price_level"].append(sticker + 1)
@@ -670,37 +755,29 @@ class Ecommerce365(Mechanism[EcommerceParams]):
                  "longest_negative_run": replay["longest_negative_run"], "actions": len(actions)}
         return Solution(u_star, actions, "Wagner-Whitin lot-sizing DP on the bankruptcy-free relaxation", facts)
 
-    def default_actions(self, params: EcommerceParams) -> list[Action]:
-        """Trusts the forecast sticker: its price level, the middle ad level for every product, and each day an
-        order up to the forecast demand until that order arrives (less stock on hand and on order)."""
-        p = params
-        n, T = p.products, p.horizon
-        mid = p.ad_levels // 2
-        actions = [Action(op="read_forecast", args={"product": 1, "first_day": 1})]
-        state = _fresh_state(p)
-        for i in range(n):
-            if p.sticker_price_level[i] - 1 != state["price"][i]:
-                actions.append(Action(op="set_price", args={"product": i + 1, "level": p.sticker_price_level[i]}))
-            if mid != state["ads"][i]:
-                actions.append(Action(op="set_ads", args={"product": i + 1, "level": mid + 1}))
-            state["price"][i], state["ads"][i] = p.sticker_price_level[i] - 1, mid
-        quantities = [[0] * T for _ in range(n)]
-        while not state["finished"]:
-            d = state["day"]
-            for i in range(n):
-                lead = p.lead_time[i]
-                if d + lead > T - 1:
-                    continue
-                on_order = sum(e[2] for e in state["pipeline"] if e[1] == i)
-                want = sum(p.forecast[i][d:d + lead + 1])
-                quantity = min(max(want - state["stock"][i] - on_order, 0), p.max_order)
-                quantities[i][d] = state["pending"][i] = quantity
-            _close_day(p, state)
-        for i in range(n):
-            if any(quantities[i]):
-                actions.append(Action(op="plan_orders", args={"product": i + 1,
-                                                              "quantities": _trimmed(quantities[i], zeros=True)}))
-        return [*actions, _advance(T)]
+    def default_policy(self, seat: Seat) -> None:
+        """Reads the posted forecasts and trusts them: each product at the forecast's price level and the middle
+        advertising level, and once a week an order of the forecast demand of the week from its arrival, taking the
+        lead time as the longest there is (so that no order arrives after the last day); every day closed in one
+        call."""
+        seat.call("read_forecasts")
+        public = seat.known.public
+        T, lead = public["days"], public["longest_lead"]
+        sheet = _sheet(seat.known)
+        for i in range(public["products"]):
+            level = sheet[i]["at_price_level"] if sheet else public["price_levels"] // 2 + 1
+            forecast = sheet[i]["forecast"] if sheet else [0] * T
+            if level != public["price_levels"] // 2 + 1:
+                seat.call("set_price", product=i + 1, level=level)
+            if public["ad_levels"] // 2 > 0:
+                seat.call("set_ads", product=i + 1, level=public["ad_levels"] // 2 + 1)
+            quantities = [0] * T
+            for d in range(0, T - lead, 7):  # the days from this order's arrival to the next one's
+                cover = forecast[(0 if d == 0 else d + lead):d + lead + 7]
+                quantities[d] = min(sum(cover), public["max_order"])
+            if any(quantities):
+                seat.call("plan_orders", product=i + 1, quantities=_trimmed(quantities, zeros=True))
+        seat.call(_advance(T))
 
     # --- dynamics ---------------------------------------------------------------------------------------
     def initial_state(self, params: EcommerceParams) -> dict[str, Any]:
@@ -758,16 +835,12 @@ class Ecommerce365(Mechanism[EcommerceParams]):
                 "salvage_value_per_unit": 0, "initial_cash": p.initial_cash}
 
     @info(decoy=True, estimates="base_demand")
-    def read_forecast(self, p: EcommerceParams, state: State, product: Product, first_day: Day) -> Observation:
-        """the posted demand forecast of one product on {MAX_RANGE} days from a first day
-
-        Args:
-            first_day: first day of the range
-        """
-        # one argument less than the probe: every call of it is valid
-        last = min(p.horizon, first_day + MAX_RANGE - 1)
-        return {"product": product, "first_day": first_day, "forecast": p.forecast[product - 1][first_day - 1:last],
-                "at_price_level": p.sticker_price_level[product - 1], "at_ad_level": p.ad_levels // 2 + 1}
+    def read_forecasts(self, p: EcommerceParams, state: State) -> Observation:
+        """the posted demand forecast of every product on every day, at the levels it names: outside estimates of
+        the demand, not the true figures"""
+        return {"forecasts": [{"product": i + 1, "at_price_level": p.sticker_price_level[i],
+                               "at_ad_level": p.ad_levels // 2 + 1, "forecast": list(p.forecast[i])}
+                              for i in range(p.products)]}
 
     @info
     def view_account(self, p: EcommerceParams, state: State) -> Observation:
@@ -861,10 +934,17 @@ class Ecommerce365(Mechanism[EcommerceParams]):
     def utility(self, params: EcommerceParams, state: dict[str, Any]) -> float:
         if state["finished"]:
             return float(state["cash"])
-        rest = {**state, "stock": list(state["stock"]), "price": list(state["price"]), "ads": list(state["ads"]),
-                "pending": list(state["pending"]), "pipeline": [list(e) for e in state["pipeline"]]}
-        _autopilot(params, rest)
-        return float(rest["cash"])
+        return float(_ended(params, state)["cash"])
+
+    def ledger(self, params: EcommerceParams, state: dict[str, Any]) -> dict[str, Any]:
+        """The run's books: the starting cash, what the days earned and paid (the days not closed run on the
+        autopilot), the final cash balance and whether the shop went bankrupt."""
+        end = _ended(params, state)
+        books = {"initial_cash": params.initial_cash, **end["books"], "final_cash": end["cash"],
+                 "bankrupt": end["bankrupt"]}
+        if end["bankrupt"]:
+            books["bankrupt_on_day"] = end["bankrupt_day"]
+        return books
 
     # --- facts, belief, heuristics -------------------------------------------------------------------------
     def facts(self, params: EcommerceParams, vocab: dict[str, str]) -> list[Fact]:
@@ -893,12 +973,13 @@ class Ecommerce365(Mechanism[EcommerceParams]):
                  "and stay until changed); sales = min(demand, stock).", 10000, mid_price),
             rule("cash", f"Each {per} the cash gets the sales and pays the advertising in force, holding on the stock "
                  f"left at the {per}'s end, the orders placed (fee plus unit cost per unit) and the {per} fee. An "
-                 f"order arrives after its lead time, before that {per}'s sales, never after {per} {T}. Leftover "
-                 "stock is worth nothing."),
+                 f"order arrives after its lead time (at most {_longest_lead(T)} {per}s), before that {per}'s sales, "
+                 f"never after {per} {T}. Leftover stock is worth nothing.", _longest_lead(T)),
             rule("bankruptcy", f"If the cash balance is negative at the end of more than {p.grace_days} {per}s in a "
                  f"row, {v['place']} is bankrupt and the run ends at once.", p.grace_days),
             rule("sticker", f"The {v['sticker']} forecasts demand at advertising level {mid_ad} and price levels "
-                 f"{sticker}.", mid_ad, *p.sticker_price_level),
+                 f"{sticker}, made before {per} 1: the further out, the less reliable.", mid_ad,
+                 *p.sticker_price_level),
             probed("terms", "probe_store_terms", f"The {per} fee is {_num(p.daily_fee)} {cur} and the cash "
                    f"balance starts at {_num(p.initial_cash)} {cur}.", [p.daily_fee, p.initial_cash]),
             probed("costs", "probe_costs", f"Costs in {cur} (unit cost, order fee, holding per unit and {per}) per "
@@ -920,138 +1001,217 @@ class Ecommerce365(Mechanism[EcommerceParams]):
                  f"autopilot from the current {per} on (its pending orders are dropped)."),
         ]
 
-    def probe_order(self, params: EcommerceParams) -> list[Action]:
-        """The store terms, then per product its lead time, costs, price levels and advertising (one call each:
-        they shape every plan), then each product's base demand in ranges of MAX_RANGE days, earliest first."""
+    def public_view(self, params: EcommerceParams) -> dict[str, Any]:
         p = params
-        calls = [Action(op="probe_store_terms")]
-        for op in ("probe_lead_time", "probe_costs", "probe_price_response", "probe_ad_response"):
-            calls += [Action(op=op, args={"product": i + 1}) for i in range(p.products)]
-        for first in range(1, p.horizon + 1, MAX_RANGE):
-            last = min(p.horizon, first + MAX_RANGE - 1)
-            calls += [Action(op="probe_base_demand", args={"product": i + 1, "first_day": first, "last_day": last})
-                      for i in range(p.products)]
-        return calls
-
-    def believed(self, params: EcommerceParams, probed: list[Action]) -> EcommerceParams:
-        """Probed figures are true. Unprobed base demand is read back from the forecast (at its levels, with the
-        believed percentages), scaled by how far the probed days were from it; unprobed costs, levels and lead
-        times are middling priors of the kind the family draws; unprobed store terms: no fee, and the cash is
-        not in doubt (a plan that the belief would see go bankrupt is made as if it had cash enough)."""
-        p = params
-        n, T = p.products, p.horizon
-        known = {(a.op, a.args.get("product")) for a in probed}
-        days = [set() for _ in range(n)]
-        for a in probed:
-            if a.op == "probe_base_demand":
-                days[a.args["product"] - 1].update(range(a.args["first_day"] - 1, a.args["last_day"]))
-
-        def has(op: str, i: int) -> bool:
-            return (op, i + 1) in known
-
-        unit = [p.unit_cost[i] if has("probe_costs", i) else PRIOR_UNIT_COST for i in range(n)]
-        data: dict[str, Any] = {
-            "unit_cost": unit,
-            "fixed_cost": [p.fixed_cost[i] if has("probe_costs", i) else PRIOR_FIXED_COST for i in range(n)],
-            "holding_cost": [p.holding_cost[i] if has("probe_costs", i) else PRIOR_HOLDING for i in range(n)],
-            "lead_time": [p.lead_time[i] if has("probe_lead_time", i) else min(PRIOR_LEAD, T - 1) for i in range(n)],
-            "prices": [], "price_response": [], "ad_costs": [], "ad_response": [],
-        }
-        for i in range(n):
-            if has("probe_price_response", i):
-                data["prices"].append(list(p.prices[i]))
-                data["price_response"].append(list(p.price_response[i]))
-            else:
-                prices, response = _prior_prices(unit[i], p.price_levels)
-                data["prices"].append(prices)
-                data["price_response"].append(response)
-            if has("probe_ad_response", i):
-                data["ad_costs"].append(list(p.ad_costs[i]))
-                data["ad_response"].append(list(p.ad_response[i]))
-            else:
-                data["ad_costs"].append([0.0, *PRIOR_AD_COSTS][:p.ad_levels])
-                data["ad_response"].append([100, *PRIOR_AD_RESPONSE][:p.ad_levels])
-        mid = p.ad_levels // 2
-        probed_base, read_base = 0.0, 0.0
-        guesses = []
-        for i in range(n):
-            scale = data["price_response"][i][p.sticker_price_level[i] - 1] * data["ad_response"][i][mid] / 10000
-            guess = [x / scale if scale > 0 else float(x) for x in p.forecast[i]]
-            guesses.append(guess)
-            probed_base += sum(p.base_demand[i][d] for d in days[i])
-            read_base += sum(guess[d] for d in days[i])
-        ratio = probed_base / read_base if read_base > 0 else 1.0
-        base = [[p.base_demand[i][d] if d in days[i] else max(0, int(round(guesses[i][d] * ratio)))
-                 for d in range(T)] for i in range(n)]
-        for i in range(n):  # keep within the public order bound
-            top = max(data["price_response"][i]) * max(data["ad_response"][i]) / 10000
-            total = sum(base[i]) * top
-            if total > p.max_order:
-                base[i] = [d if k in days[i] else int(d * p.max_order / total) for k, d in enumerate(base[i])]
-        terms = ("probe_store_terms", None) in known
-        belief = EcommerceParams(
-            **data, base_demand=base, forecast=[list(r) for r in p.forecast],
-            sticker_price_level=list(p.sticker_price_level), daily_fee=p.daily_fee if terms else 0.0,
-            initial_cash=p.initial_cash if terms else PRIOR_CASH, grace_days=p.grace_days, max_order=p.max_order)
-        try:
-            self.solve(belief)
-        except ValueError:  # the belief's plan would go bankrupt: plan as if cash were no object
-            belief = belief.model_copy(update={"initial_cash": PRIOR_CASH})
-        return belief
-
-    def heuristic_actions(self, params: EcommerceParams) -> dict[str, list[Action]]:
-        """weekly_restock: look up each lead time, keep the starting price, advertising off, and once a week order
-        the forecast of the coming week (read at the forecast's levels, taken as it is). cheapest_weekly: the same
-        at the cheapest price level, ordering half as much again to meet the cheaper price's demand."""
-        p = params
-        calls = [Action(op="probe_lead_time", args={"product": i + 1}) for i in range(p.products)]
-        weekly = [*calls, *self._weekly(p, 1.0)]
-        cheap = [*calls, *(Action(op="set_price", args={"product": i + 1, "level": 1}) for i in range(p.products)),
-                 *self._weekly(p, 1.5)]
-        return {"weekly_restock": weekly, "cheapest_weekly": cheap, "static_weekly": self._static_weekly(p),
-                "static_sampled": self._static_weekly(p, sampled=True)}
-
-    def _static_weekly(self, p: EcommerceParams, sampled: bool = False) -> list[Action]:
-        """static_weekly: probe every figure, keep each product at the one (price, advertising) pair that earns the
-        most over the whole run, and order once a week what that pair will sell in the week after the arrival.
-        static_sampled: the same, looking up only the first range of base demand of each product and reading the
-        rest back from the forecast."""
-        T, A = p.horizon, p.ad_levels
-        actions = [a for a in self.probe_order(p)
-                   if not sampled or a.op != "probe_base_demand" or a.args["first_day"] == 1]
-        seen = self.believed(p, actions) if sampled else p
-        for i in range(p.products):
-            demand, price, ad = _menu(seen, i)
-            earned = (price - p.unit_cost[i]) * demand.sum(axis=0) - ad * T
-            m = int(np.argmax(earned))
-            if m // A != p.price_levels // 2:
-                actions.append(Action(op="plan_prices", args={"product": i + 1, "levels": [m // A + 1]}))
-            if m % A:
-                actions.append(Action(op="plan_ads", args={"product": i + 1, "levels": [m % A + 1]}))
-            quantities = [0] * T
-            for d in range(0, T, 7):
-                start = d + p.lead_time[i]
-                if start <= T - 1:
-                    quantities[d] = int(demand[start:start + 7, m].sum())
-            if any(quantities):
-                actions.append(Action(op="plan_orders", args={"product": i + 1,
-                                                              "quantities": _trimmed(quantities, zeros=True)}))
-        return [*actions, _advance(T)]
+        return {"products": p.products, "days": p.horizon, "price_levels": p.price_levels, "ad_levels": p.ad_levels,
+                "max_order": p.max_order, "grace_days": p.grace_days, "longest_lead": _longest_lead(p.horizon),
+                "max_range": MAX_RANGE}
 
     @staticmethod
-    def _weekly(p: EcommerceParams, factor: float) -> list[Action]:
-        T = p.horizon
-        actions = []
-        for i in range(p.products):
-            quantities = [0] * T
-            for d in range(0, T, 7):
-                if d + p.lead_time[i] <= T - 1:
-                    start = d + p.lead_time[i]
-                    quantities[d] = int(round(factor * sum(p.forecast[i][start:start + 7])))
-            if any(quantities):
-                actions.append(Action(op="plan_orders", args={"product": i + 1,
-                                                              "quantities": _trimmed(quantities, zeros=True)}))
-        return [*actions, _advance(T)]
+    def _demand_ranges(known: Knowledge) -> list[Action]:
+        """Each product's base demand in ranges of MAX_RANGE days, product by product, earliest first."""
+        T = known.public["days"]
+        return [Action(op="probe_base_demand", args={"product": i, "first_day": first,
+                                                     "last_day": min(T, first + MAX_RANGE - 1)})
+                for i in range(1, known.public["products"] + 1) for first in range(1, T + 1, MAX_RANGE)]
+
+    def listing_order(self, known: Knowledge) -> list[Action]:
+        """The probes as the tools list them: each product's base demand in ranges of MAX_RANGE days (the range probe
+        takes a first and a last day), then each product's costs, lead time, price levels and advertising, then the
+        store terms."""
+        products = range(1, known.public["products"] + 1)
+        return [*self._demand_ranges(known),
+                *(Action(op=op, args={"product": i})
+                  for op in ("probe_costs", "probe_lead_time", "probe_price_response", "probe_ad_response")
+                  for i in products),
+                Action(op="probe_store_terms")]
+
+    def probe_order(self, known: Knowledge) -> list[Action]:
+        """The store terms (the cash a plan may spend), then each product's first range of base demand (how far its
+        forecast is off: each product's forecast has its own bias) and its last (the forecast's error grows with the
+        distance), then per product its costs, advertising, price levels and lead time (one call each; the middling
+        priors of the levels keep their shape, the costs and the advertising's do not; the longest lead believed
+        only delays the first sales, unless the cash runs short: act_on_belief then verifies the leads first), then
+        the other ranges of base demand, the farthest first."""
+        products = range(1, known.public["products"] + 1)
+        ranges = self._demand_ranges(known)
+        last = max(a.args["first_day"] for a in ranges)
+        ends = [a for a in ranges if a.args["first_day"] == 1]
+        ends += [a for a in ranges if a.args["first_day"] == last and a not in ends]
+        return [Action(op="probe_store_terms"), *ends,
+                *(Action(op=op, args={"product": i})
+                  for op in ("probe_costs", "probe_ad_response", "probe_price_response", "probe_lead_time")
+                  for i in products),
+                *sorted((a for a in ranges if a not in ends), key=lambda a: -a.args["first_day"])]
+
+    def believed(self, known: Knowledge) -> EcommerceParams:
+        """Verified figures are true. Unverified base demand is read back from the posted forecast (at its levels,
+        with the believed percentages), scaled by how far the product's verified days were from it; unverified
+        costs, levels and lead times are middling priors of the kind the family draws (the lead time the longest
+        there is: no order planned on it arrives too late); unverified store terms: no fee, and the cash is not in
+        doubt. A plan that the belief would see go bankrupt is planned with smaller orders (the order fees believed
+        cut, CAUTIOUS_CUTS), and when that does not help, as if it had cash enough."""
+        public = known.public
+        n, T, levels, ads = public["products"], public["days"], public["price_levels"], public["ad_levels"]
+        seen = {op: {obs["product"]: obs for _, obs in known.observations(op)}
+                for op in ("probe_costs", "probe_lead_time", "probe_price_response", "probe_ad_response")}
+        costs, leads, price_seen, ads_seen = (seen[op] for op in seen)
+        unit = [float(costs[i]["unit_cost"]) if i in costs else PRIOR_UNIT_COST for i in range(1, n + 1)]
+        data: dict[str, Any] = {
+            "unit_cost": unit,
+            "fixed_cost": [float(costs[i]["fixed_cost_per_order"]) if i in costs else PRIOR_FIXED_COST
+                           for i in range(1, n + 1)],
+            "holding_cost": [float(costs[i]["holding_cost_per_unit_per_day"]) if i in costs else PRIOR_HOLDING
+                             for i in range(1, n + 1)],
+            "lead_time": [int(leads[i]["lead_time_days"]) if i in leads else public["longest_lead"]
+                          for i in range(1, n + 1)],
+            "prices": [], "price_response": [], "ad_costs": [], "ad_response": [],
+        }
+        for i in range(1, n + 1):
+            if i in price_seen:
+                data["prices"].append([float(lv["price"]) for lv in price_seen[i]["levels"]])
+                data["price_response"].append([int(lv["demand_percent"]) for lv in price_seen[i]["levels"]])
+            else:
+                prices, response = _prior_prices(unit[i - 1], levels)
+                data["prices"].append(prices)
+                data["price_response"].append(response)
+            if i in ads_seen:
+                data["ad_costs"].append([float(lv["cost_per_day"]) for lv in ads_seen[i]["levels"]])
+                data["ad_response"].append([int(lv["demand_percent"]) for lv in ads_seen[i]["levels"]])
+            else:
+                data["ad_costs"].append([0.0, *PRIOR_AD_COSTS][:ads])
+                data["ad_response"].append([100, *PRIOR_AD_RESPONSE][:ads])
+        verified: list[dict[int, int]] = [{} for _ in range(n)]
+        for _, obs in known.observations("probe_base_demand"):
+            first = obs["first_day"] - 1
+            verified[obs["product"] - 1].update((first + k, int(x)) for k, x in enumerate(obs["base_demand"]))
+        sheet = _sheet(known)
+        sticker = [row["at_price_level"] for row in sheet] if sheet else [levels // 2 + 1] * n
+        mid = ads // 2
+        base = []
+        for i in range(n):
+            scale = data["price_response"][i][sticker[i] - 1] * data["ad_response"][i][mid] / 10000
+            if sheet:
+                guess = [x / scale if scale > 0 else float(x) for x in sheet[i]["forecast"]]
+            else:
+                mean = sum(verified[i].values()) / len(verified[i]) if verified[i] else PRIOR_BASE
+                guess = [mean] * T
+            ratio = _correction(verified[i], guess, T)
+            row = [verified[i][d] if d in verified[i] else max(0, int(round(guess[d] * ratio[d]))) for d in range(T)]
+            top = max(data["price_response"][i]) * max(data["ad_response"][i]) / 10000
+            total = sum(row) * top
+            if total > public["max_order"]:  # keep within the public order bound
+                row = [x if d in verified[i] else int(x * public["max_order"] / total) for d, x in enumerate(row)]
+            base.append(row)
+        terms = known.latest("probe_store_terms")
+        forecast = [list(row["forecast"]) for row in sheet] if sheet else [[0] * T for _ in range(n)]
+        belief = EcommerceParams(
+            **data, base_demand=base, forecast=forecast, sticker_price_level=sticker,
+            daily_fee=float(terms["daily_fee"]) if terms else 0.0,
+            initial_cash=float(terms["initial_cash"]) if terms else PRIOR_CASH, grace_days=public["grace_days"],
+            max_order=public["max_order"])
+        for cut in CAUTIOUS_CUTS:  # a plan that would go bankrupt: smaller, more frequent orders, then cash no object
+            try:
+                self.solve(belief)
+                return belief
+            except ValueError:
+                belief = belief.model_copy(update={"fixed_cost": [x * cut for x in belief.fixed_cost]})
+        return belief.model_copy(update={"initial_cash": PRIOR_CASH, "fixed_cost": data["fixed_cost"]})
+
+    def planned_calls(self, known: Knowledge, belief: EcommerceParams) -> list[Action]:
+        """The believed plan's calls, a turn for each price or advertising plan a product's levels may still call for
+        once verified (the plan grows as the levels become known), and, while the cash is in doubt (the store terms
+        not verified, or the plan would go bankrupt on the cash they showed), first the lead times not yet verified
+        (the longest lead believed keeps the shelves empty longest: the likeliest cause)."""
+        plan = decisions(known, self.solve(belief).optimal_actions)
+        made = {(a.op, a.args.get("product")) for a in plan}
+        verified = {(op, obs["product"]) for op in ("probe_price_response", "probe_ad_response", "probe_lead_time")
+                    for _, obs in known.observations(op)}
+        products = range(1, known.public["products"] + 1)
+        extra = [Action(op=kind, args={"product": i, "levels": [1]}) for i in products
+                 for probe_op, kind in (("probe_price_response", "plan_prices"), ("probe_ad_response", "plan_ads"))
+                 if (probe_op, i) not in verified and (kind, i) not in made]
+        leads = [Action(op="probe_lead_time", args={"product": i}) for i in products
+                 if _cash_in_doubt(known, belief) and ("probe_lead_time", i) not in verified]
+        return [*leads, *plan[:-1], *extra, plan[-1]]
+
+    def act_on_belief(self, seat: Seat, belief: EcommerceParams) -> None:
+        """Play the believed plan, verifying the lead times first while the cash is in doubt (when the turns leave
+        room for them and the plan); when the turns left are fewer than its calls, the order plans go
+        first, then the price plans, then the advertising plans, as many as fit, and the call that closes the days
+        last."""
+        leads = [a for a in self.planned_calls(seat.known, belief) if a.op == "probe_lead_time"]
+        plan = decisions(seat.known, self.solve(belief).optimal_actions)
+        if leads and seat.turns_left > len(leads) + len(plan):
+            seat.play(leads)
+            belief = self.believed(seat.known)
+            plan = decisions(seat.known, self.solve(belief).optimal_actions)
+        *steps, close = plan
+        rank = {"plan_orders": 0, "plan_prices": 1, "plan_ads": 2}
+        steps.sort(key=lambda a: rank.get(a.op, 3))
+        room = int(min(seat.turns_left - 1, len(steps)))
+        seat.play([*steps[:max(room, 0)], close])
+
+    def heuristic_policies(self) -> dict[str, Policy]:
+        """weekly_restock: read the forecasts, look up each lead time, keep the starting price, advertising off, and
+        once a week order the forecast of the coming week (read at the forecast's levels, taken as it is).
+        cheapest_weekly: the same at the cheapest price level, ordering half as much again to meet the cheaper
+        price's demand. static_weekly: verify every figure, keep each product at the one (price, advertising) pair
+        that earns the most over the whole run, and order once a week what that pair will sell in the week after
+        the arrival. static_sampled: the same, looking up only the first range of base demand of each product and
+        reading the rest back from the forecast."""
+
+        def weekly(seat: Seat, factor: float, cheapest: bool) -> None:
+            seat.call("read_forecasts")
+            public = seat.known.public
+            n, T = public["products"], public["days"]
+            sheet = _sheet(seat.known) or [{"forecast": [0] * T}] * n
+            leads = {}
+            for i in range(1, n + 1):
+                seen = seat.call("probe_lead_time", product=i)
+                leads[i] = seen.get("lead_time_days", public["longest_lead"]) if seen else public["longest_lead"]
+            if cheapest:
+                for i in range(1, n + 1):
+                    seat.call("set_price", product=i, level=1)
+            for i in range(1, n + 1):
+                quantities = [0] * T
+                for d in range(0, T, 7):
+                    start = d + leads[i]
+                    if start <= T - 1:
+                        quantities[d] = min(int(round(factor * sum(sheet[i - 1]["forecast"][start:start + 7]))),
+                                            public["max_order"])
+                if any(quantities):
+                    seat.call("plan_orders", product=i, quantities=_trimmed(quantities, zeros=True))
+            seat.call(_advance(T))
+
+        def static(seat: Seat, sampled: bool) -> None:
+            seat.call("read_forecasts")
+            for action in self.probe_order(seat.known):
+                if not sampled or action.op != "probe_base_demand" or action.args["first_day"] == 1:
+                    seat.call(action)
+            belief = self.believed(seat.known)
+            T, A = belief.horizon, belief.ad_levels
+            for i in range(belief.products):
+                demand, price, ad = _menu(belief, i)
+                earned = (price - belief.unit_cost[i]) * demand.sum(axis=0) - ad * T
+                m = int(np.argmax(earned))
+                if m // A != belief.price_levels // 2:
+                    seat.call("plan_prices", product=i + 1, levels=[m // A + 1])
+                if m % A:
+                    seat.call("plan_ads", product=i + 1, levels=[m % A + 1])
+                quantities = [0] * T
+                for d in range(0, T, 7):
+                    start = d + belief.lead_time[i]
+                    if start <= T - 1:
+                        quantities[d] = min(int(demand[start:start + 7, m].sum()), belief.max_order)
+                if any(quantities):
+                    seat.call("plan_orders", product=i + 1, quantities=_trimmed(quantities, zeros=True))
+            seat.call(_advance(T))
+
+        return {"weekly_restock": lambda seat: weekly(seat, 1.0, False),
+                "cheapest_weekly": lambda seat: weekly(seat, 1.5, True),
+                "static_weekly": lambda seat: static(seat, False),
+                "static_sampled": lambda seat: static(seat, True)}
 
     def secret_numbers(self, params: EcommerceParams) -> list[float]:
         p = params
@@ -1063,7 +1223,7 @@ class Ecommerce365(Mechanism[EcommerceParams]):
     def public_numbers(self, params: EcommerceParams) -> list[float]:
         p = params
         return [p.horizon, p.products, p.price_levels, p.ad_levels, p.max_order, MAX_RANGE, p.grace_days,
-                p.grace_days + 1, 10000, *range(1, p.horizon + 1)]
+                p.grace_days + 1, 10000, _longest_lead(p.horizon), *range(1, p.horizon + 1)]
 
     def probe_allowance(self, params: EcommerceParams) -> int:
         p = params

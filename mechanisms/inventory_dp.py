@@ -2,7 +2,10 @@
 
 Parameters (all can be given as data):
 - ``demand``: units demanded in each period (hidden; its length is the horizon T)
-- ``forecast``: the "forecast sticker" per period (a decoy the default policy trusts)
+- ``forecast``: the "forecast sticker" per period (a decoy the default policy trusts), posted on one sheet
+  (``read_forecasts``: every period in one call); the sampler draws it made before period 1, with a bias and an
+  error that grows with the distance (FORECAST_SPREAD), so that choosing which periods' true demand to verify
+  (``probe_demand``, one period a call) is the skill a tight budget asks for
 - ``capacity``: most units the store can hold after a delivery; ``max_order``: most units per order
 - ``initial_stock``; ``price`` per unit sold; ``unit_cost`` per unit ordered; ``fixed_cost`` per order
 - ``holding_cost`` per unit left at the end of a period; ``shortage_penalty`` per unit of demand lost
@@ -10,6 +13,7 @@ Parameters (all can be given as data):
   and period) instead of being lost; backlog still open after the last period is lost.
 Solved exactly by backward Bellman recursion over (period, stock) with the demand path known (vectorised over the
 stock x order grid). ``close_periods`` is the bulk decision: one call orders and closes several periods in a row.
+The ending's ledger shows the total profit and its parts (sales, purchases, fees, holding, waiting, lost sales).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import non_negative
+from mechanisms.players import Knowledge, Policy, Seat
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -59,8 +64,9 @@ class InventoryParams(BaseModel):
         return len(self.demand)
 
 
-def _period_step(p: InventoryParams, stock: int, quantity: int, demand: int) -> tuple[int, float]:
-    """One period: the order arrives, demand (plus open backlog) is served, costs are booked."""
+def _period_books(p: InventoryParams, stock: int, quantity: int, demand: int) -> tuple[int, dict[str, float]]:
+    """One period: the order arrives, demand (plus open backlog) is served, costs are booked (each part of the
+    period's profit under its ledger name: sales and costs, costs positive)."""
     available = max(stock, 0) + quantity
     need = demand + max(-stock, 0)
     served = min(available, need)
@@ -68,21 +74,39 @@ def _period_step(p: InventoryParams, stock: int, quantity: int, demand: int) -> 
     kept_backlog = min(unmet, p.max_backlog) if p.backlog else 0
     lost = unmet - kept_backlog
     new_stock = available - served if unmet == 0 else -kept_backlog
-    profit = (
-        p.price * served
-        - p.unit_cost * quantity
-        - (p.fixed_cost if quantity > 0 else 0.0)
-        - p.holding_cost * max(new_stock, 0)
-        - p.backlog_cost * kept_backlog
-        - p.shortage_penalty * lost
-    )
-    return new_stock, profit
+    return new_stock, {
+        "sales revenue": p.price * served,
+        "purchase costs": p.unit_cost * quantity,
+        "order fees": p.fixed_cost if quantity > 0 else 0.0,
+        "holding costs": p.holding_cost * max(new_stock, 0),
+        "waiting costs": p.backlog_cost * kept_backlog,
+        "lost-sale penalties": p.shortage_penalty * lost,
+    }
+
+
+def _period_step(p: InventoryParams, stock: int, quantity: int, demand: int) -> tuple[int, float]:
+    """One period (see _period_books): the stock after it and its profit."""
+    new_stock, books = _period_books(p, stock, quantity, demand)
+    return new_stock, _profit(books)
+
+
+def _profit(books: dict[str, float]) -> float:
+    return (books["sales revenue"] - books["purchase costs"] - books["order fees"] - books["holding costs"]
+            - books["waiting costs"] - books["lost-sale penalties"])
+
+
+BOOKS = ("sales revenue", "purchase costs", "order fees", "holding costs", "waiting costs", "lost-sale penalties")
 
 
 # what an agent believes of a cost it has not probed (no sticker posts it): a middling figure of the kind the
 # family draws, never the instance's own value
 PRIOR_PRICE, PRIOR_UNIT_COST, PRIOR_FIXED_COST, PRIOR_HOLDING_COST, PRIOR_PENALTY = 10.0, 5.0, 20.0, 2.0, 3.0
-SCALAR_PROBES = ("probe_fixed_cost", "probe_unit_cost", "probe_price", "probe_holding_cost", "probe_shortage_terms")
+PRIOR_DEMAND_SHARE = 0.4  # ... and of a period's demand without the forecasts: this share of the capacity
+# the spread (standard deviation of the log error) of the posted forecast: at period 1, and added by the last period
+FORECAST_SPREAD = (0.05, 1.2)
+# a believed plan is played in this many calls, re-planned before each from what the last showed
+PLAN_CLOSES = 3
+SCALAR_PROBES = ("probe_shortage_terms", "probe_fixed_cost", "probe_holding_cost", "probe_price", "probe_unit_cost")
 
 
 def _bellman(p: InventoryParams) -> tuple[list[np.ndarray], np.ndarray, int]:
@@ -132,7 +156,7 @@ def _running(state: dict[str, Any]) -> None:
 
 class InventoryDP(Mechanism[InventoryParams]):
     id = "inventory_dp"
-    version = 1
+    version = 2
     group = "trained"
     summary = "finite-horizon inventory over a hidden demand path; backward Bellman recursion"
     Params = InventoryParams
@@ -141,13 +165,15 @@ class InventoryDP(Mechanism[InventoryParams]):
     default_size = 20
     default_horizon = 6
     difficulty_grid = [(20, 6), (12, 4), (30, 8)]
-    # measured (envs.difficulty): short runs at a wide store let one who looks up each demand and orders it do well
-    # (easy); longer runs outlast that heuristic's turns (hard); at frontier half the probes fit the budget
+    # measured (envs.difficulty, issue 26): short runs where every demand can be looked up let a naive agent do well
+    # (easy); at medium most of the demands fit the budget; at hard about half, and one who looks up the periods in
+    # order and trusts the forecasts for the rest still does fairly; at frontier under a third fit, and looking up
+    # the far periods (the least reliable forecasts) beats looking them up in order
     difficulty_tiers = {
-        "easy": Tier(((40, 6), (30, 6), (40, 12)), 1.0),
-        "medium": Tier(((12, 4), (20, 4), (20, 8)), 1.0),
-        "hard": Tier(((16, 16), (30, 20), (40, 24)), 1.0),
-        "frontier": Tier(((60, 24), (80, 30), (100, 40)), 0.5),
+        "easy": Tier(((40, 12), (50, 10), (60, 12)), 1.0),
+        "medium": Tier(((40, 16), (30, 16), (50, 20)), 0.6),
+        "hard": Tier(((60, 24), (80, 30), (100, 36)), 0.4),
+        "frontier": Tier(((80, 48), (100, 52), (120, 44)), 0.17),
     }
     u0_band = (-3.0, 0.97)
 
@@ -156,7 +182,10 @@ class InventoryDP(Mechanism[InventoryParams]):
         mean = rng.uniform(0.25, 0.6) * capacity
         demand = np.clip(np.round(rng.gamma(4.0, mean / 4.0, horizon)), 0, capacity).astype(int)
         bias = rng.choice([rng.uniform(0.45, 0.8), rng.uniform(1.3, 1.9)])
-        forecast = np.clip(np.round(demand * bias + rng.normal(0, 0.1 * mean, horizon)), 0, capacity)
+        # made before period 1: the further out a period, the less reliable its forecast
+        spread = FORECAST_SPREAD[0] + FORECAST_SPREAD[1] * (np.arange(horizon) / max(horizon - 1, 1)) ** 2
+        noise = np.exp(rng.normal(0, 1, horizon) * spread - spread**2 / 2)  # mean one: the bias is the bias
+        forecast = np.clip(np.round(demand * bias * noise + rng.normal(0, 0.05 * mean, horizon)), 0, capacity)
         backlog = bool(rng.random() < 0.4)
         unit_cost = float(rng.integers(2, 8))
         price = unit_cost + float(rng.integers(3, 10))
@@ -191,16 +220,18 @@ class InventoryDP(Mechanism[InventoryParams]):
         return Solution(u_star, actions, "backward Bellman recursion",
                         {"states": len(value) * p.horizon, "orders": orders})
 
-    def default_actions(self, params: InventoryParams) -> list[Action]:
-        """Order up to the forecast sticker every period (trusts it, never probes), all periods in one call."""
-        p = params
-        return [Action(op="read_forecast", args={"period": 1}),
-                Action(op="close_periods", args={"orders": _order_up_to(p, p.forecast)})]
+    def default_policy(self, seat: Seat) -> None:
+        """Reads the posted forecasts and trusts them: orders up to each period's forecast, the stock followed as
+        the forecasts predict it, every period in one call (never verifies a figure)."""
+        seat.call("read_forecasts")
+        public = seat.known.public
+        forecast = _posted(seat.known) or [0] * public["periods"]
+        seat.call("close_periods", orders=_order_up_to(public, forecast, forecast))
 
     # --- dynamics -------------------------------------------------------------------------
     def initial_state(self, params: InventoryParams) -> dict[str, Any]:
         return {"period": 0, "stock": params.initial_stock, "pending": 0, "profit": 0.0,
-                "ledger": [], "finished": False}
+                "books": dict.fromkeys(BOOKS, 0.0), "ledger": [], "finished": False}
 
     @probe
     def probe_demand(self, p: InventoryParams, state: State, period: Period) -> Observation:
@@ -236,9 +267,9 @@ class InventoryDP(Mechanism[InventoryParams]):
         return {"unmet demand": "is lost", "lost-sale penalty": p.shortage_penalty}
 
     @info(decoy=True, estimates="demand")
-    def read_forecast(self, p: InventoryParams, state: State, period: Period) -> Observation:
-        """the posted forecast of one period"""
-        return {"period": period, "forecast": p.forecast[period - 1]}
+    def read_forecasts(self, p: InventoryParams, state: State) -> Observation:
+        """the posted forecast of every period: outside estimates of the demand, not the true demand"""
+        return {"forecasts": {f"period {t + 1}": f for t, f in enumerate(p.forecast)}}
 
     @info
     def check_stock(self, p: InventoryParams, state: State) -> Observation:
@@ -304,7 +335,10 @@ class InventoryDP(Mechanism[InventoryParams]):
         for q in orders:
             t = state["period"]
             q = min(q, p.max_order, p.capacity - max(state["stock"], 0))  # cut to what the storage holds
-            stock, profit = _period_step(p, state["stock"], q, p.demand[t])
+            stock, books = _period_books(p, state["stock"], q, p.demand[t])
+            profit = _profit(books)
+            for key, amount in books.items():
+                state["books"][key] += amount
             line = {"period": t + 1, "ordered": q, "demand": p.demand[t], "stock after": stock,
                     "profit": round(profit, 6)}
             state["ledger"].append(line)
@@ -323,6 +357,19 @@ class InventoryDP(Mechanism[InventoryParams]):
             stock, profit = _period_step(params, stock, 0, params.demand[t])
             total += profit
         return float(total - params.shortage_penalty * max(-stock, 0))
+
+    def ledger(self, params: InventoryParams, state: dict[str, Any]) -> dict[str, Any]:
+        """The run's books: every part of the profit (the periods not closed run without orders, a shortage still
+        waiting at the end is lost), the total profit and the stock left."""
+        p = params
+        books, stock = dict(state["books"]), state["stock"]
+        for t in range(state["period"], p.horizon):
+            stock, part = _period_books(p, stock, 0, p.demand[t])
+            for key, amount in part.items():
+                books[key] += amount
+        books["lost-sale penalties"] += p.shortage_penalty * max(-stock, 0)
+        return {"periods closed with your orders": state["period"], **books,
+                "total profit": self.utility(params, state), "stock": max(stock, 0)}
 
     # --- facts, belief, heuristics ----------------------------------------------------------
     def facts(self, params: InventoryParams, vocab: dict[str, str]) -> list[Fact]:
@@ -348,8 +395,10 @@ class InventoryDP(Mechanism[InventoryParams]):
                  T, p.capacity, p.max_order, p.initial_stock),
             probed("demand", "probe_demand", f"The true demand for {v['items']}, {per} by {per}: {demand}.",
                    p.demand),
-            probed("forecast", "read_forecast", f"The {v['sticker']} forecasts this demand (an outside estimate, "
+            probed("forecast", "read_forecasts", f"The {v['sticker']} forecasts this demand (an outside estimate, "
                    f"not the true demand), {per} by {per}: {forecast}.", p.forecast),
+            rule("forecast_reliability", f"The {v['sticker']}'s forecasts were all made before {per} 1: the "
+                 f"further out a {per}, the less reliable its forecast."),
             probed("price", "probe_price", f"Each {v['item']} sells for {p.price:g} {cur}.", [p.price]),
             probed("unit_cost", "probe_unit_cost", f"The {v['supplier']} charges {p.unit_cost:g} {cur} per "
                    f"{v['item']} ordered.", [p.unit_cost]),
@@ -377,57 +426,120 @@ class InventoryDP(Mechanism[InventoryParams]):
                  "counted as above."),
         ]
 
-    def probe_order(self, params: InventoryParams) -> list[Action]:
-        """The five cost probes first (one call each, they shape every order), then the demand of each period,
-        the largest forecast first."""
+    def public_view(self, params: InventoryParams) -> dict[str, Any]:
         p = params
-        periods = sorted(range(1, p.horizon + 1), key=lambda t: (-p.forecast[t - 1], t))
-        return [*(Action(op=op) for op in SCALAR_PROBES),
-                *(Action(op="probe_demand", args={"period": t}) for t in periods)]
+        return {"periods": p.horizon, "capacity": p.capacity, "max_order": p.max_order,
+                "initial_stock": p.initial_stock}
 
-    def believed(self, params: InventoryParams, probed: list[Action]) -> InventoryParams:
-        """Probed figures are true. An unprobed demand is its forecast, scaled by how far the probed demands were
-        from their forecasts; an unprobed cost is a middling prior; unprobed shortage terms: demand is lost."""
-        p = params
-        done = {a.op for a in probed}
-        seen = {a.args["period"] for a in probed if a.op == "probe_demand"}
-        known_f = sum(p.forecast[t - 1] for t in seen)
-        ratio = sum(p.demand[t - 1] for t in seen) / known_f if known_f > 0 else 1.0
-        demand = [p.demand[t - 1] if t in seen else int(round(p.forecast[t - 1] * ratio))
-                  for t in range(1, p.horizon + 1)]
-        terms = "probe_shortage_terms" in done
+    def probe_order(self, known: Knowledge) -> list[Action]:
+        """The demand of period 1 (its forecast is the most reliable: the best read of the forecasts' bias), then of
+        the others, the farthest first (a forecast's error grows with how far out the period is), then the cost
+        probes (one call each: the middling priors are seldom far off, a period's demand can be)."""
+        T = known.public["periods"]
+        forecast = _posted(known) or [0] * T
+        periods = [1, *sorted(range(2, T + 1), key=lambda t: (-t, -forecast[t - 1]))]
+        return [*(Action(op="probe_demand", args={"period": t}) for t in periods),
+                *(Action(op=op) for op in SCALAR_PROBES)]
+
+    def believed(self, known: Knowledge) -> InventoryParams:
+        """Verified figures are true (a closed period's demand too). An unverified demand is its posted forecast,
+        scaled by how far the verified demands were from their forecasts (without the sheet: the verified mean, or a
+        middling share of the capacity); an unverified cost is a middling prior; unverified shortage terms: demand
+        is lost."""
+        public = known.public
+        T = public["periods"]
+        seen = _verified(known)
+        posted = _posted(known)
+        if posted is None:
+            guess = sum(seen.values()) / len(seen) if seen else PRIOR_DEMAND_SHARE * public["capacity"]
+            posted = [int(round(guess))] * T
+        # the bias, read from the verified periods, the nearest (most reliable) weighing most
+        known_f = sum(posted[t - 1] / t**2 for t in seen)
+        ratio = sum(d / t**2 for t, d in seen.items()) / known_f if known_f > 0 else 1.0
+        demand = [seen[t] if t in seen else int(round(posted[t - 1] * ratio)) for t in range(1, T + 1)]
+
+        def figure(op: str, key: str, prior: float) -> float:
+            seen_op = known.latest(op)
+            return float(seen_op[key]) if seen_op is not None else prior
+
+        terms = known.latest("probe_shortage_terms")
+        backlog = terms is not None and "most waiting" in terms
         return InventoryParams(
-            demand=demand, forecast=list(p.forecast), capacity=p.capacity, max_order=p.max_order,
-            initial_stock=p.initial_stock,
-            price=p.price if "probe_price" in done else PRIOR_PRICE,
-            unit_cost=p.unit_cost if "probe_unit_cost" in done else PRIOR_UNIT_COST,
-            fixed_cost=p.fixed_cost if "probe_fixed_cost" in done else PRIOR_FIXED_COST,
-            holding_cost=p.holding_cost if "probe_holding_cost" in done else PRIOR_HOLDING_COST,
-            shortage_penalty=p.shortage_penalty if terms else PRIOR_PENALTY,
-            backlog=p.backlog if terms else False,
-            max_backlog=p.max_backlog if terms else 0,
-            backlog_cost=p.backlog_cost if terms else 0.0,
+            demand=demand, forecast=list(posted), capacity=public["capacity"], max_order=public["max_order"],
+            initial_stock=public["initial_stock"],
+            price=figure("probe_price", "price", PRIOR_PRICE),
+            unit_cost=figure("probe_unit_cost", "unit cost", PRIOR_UNIT_COST),
+            fixed_cost=figure("probe_fixed_cost", "order fee", PRIOR_FIXED_COST),
+            holding_cost=figure("probe_holding_cost", "holding cost", PRIOR_HOLDING_COST),
+            shortage_penalty=float(terms["lost-sale penalty"]) if terms is not None else PRIOR_PENALTY,
+            backlog=backlog,
+            max_backlog=int(terms["most waiting"]) if backlog else 0,
+            backlog_cost=float(terms["waiting cost"]) if backlog else 0.0,
         )
 
-    def heuristic_actions(self, params: InventoryParams) -> dict[str, list[Action]]:
+    def planned_calls(self, known: Knowledge, belief: InventoryParams) -> list[Action]:
+        """The believed plan in PLAN_CLOSES calls (act_on_belief re-plans before each from what the last one showed)."""
+        orders = self.solve(belief).facts["orders"]
+        return [Action(op="close_periods", args={"orders": orders[start:end]})
+                for start, end in _chunks(len(orders))]
+
+    def act_on_belief(self, seat: Seat, belief: InventoryParams) -> None:
+        """Close the periods in PLAN_CLOSES calls; before each, re-plan the periods left from the stock the last call
+        left and what it showed (the closed periods' demand, a better read of the forecasts' bias). The last turn
+        closes every period left."""
+        T = seat.known.public["periods"]
+        period, stock = 0, seat.known.public["initial_stock"]
+        ends = [end for _, end in _chunks(T)]
+        while period < T and not seat.over:
+            orders = self.solve(_remaining(belief, period, stock)).facts["orders"]
+            end = T if seat.turns_left <= 1 else next(e for e in ends if e > period)
+            closed = seat.call("close_periods", orders=orders[:end - period])
+            if closed is None or "error" in closed:
+                return
+            period, stock = end, closed["stock"]
+            belief = self.believed(seat.known)
+
+    def heuristic_policies(self) -> dict[str, Policy]:
         """lot_for_lot: each period, look up its true demand, then order exactly what it lacks and close it (no
-        batching against the fee). forecast_pairs: trust the forecast, but order two periods' worth every other
-        period to save fees (one call)."""
-        p = params
-        lot: list[Action] = []
-        stock = p.initial_stock
-        for t in range(p.horizon):
-            q = min(max(p.demand[t] - max(stock, 0) + max(-stock, 0), 0), p.capacity - max(stock, 0), p.max_order)
-            lot += [Action(op="probe_demand", args={"period": t + 1}),
-                    Action(op="close_periods", args={"orders": [q]})]
-            stock, _ = _period_step(p, stock, q, p.demand[t])
-        pairs, stock = [], p.initial_stock
-        for t in range(p.horizon):
-            want = p.forecast[t] + (p.forecast[t + 1] if t + 1 < p.horizon else 0) if t % 2 == 0 else 0
-            q = min(max(want - max(stock, 0), 0), p.capacity - max(stock, 0), p.max_order)
-            pairs.append(q)
-            stock, _ = _period_step(p, stock, q, p.demand[t])
-        return {"lot_for_lot": lot, "forecast_pairs": [Action(op="close_periods", args={"orders": pairs})]}
+        batching against the fee; two turns a period). forecast_pairs: trust the posted forecasts, but order two
+        periods' worth every other period to save fees (one call). look_then_trust: read the forecasts, look up the
+        periods' true demand in order while the turns last, trust the forecasts for the rest and order lot for lot in
+        one call (the naive prober without its costs, its read of the bias and its re-planning)."""
+
+        def lot_for_lot(seat: Seat) -> None:
+            public = seat.known.public
+            stock = public["initial_stock"]
+            for t in range(1, public["periods"] + 1):
+                seen = seat.call("probe_demand", period=t)
+                if seen is None:
+                    return
+                need = seen.get("demand", 0) + max(-stock, 0)
+                room = min(public["max_order"], public["capacity"] - max(stock, 0))
+                closed = seat.call("close_periods", orders=[min(max(need - max(stock, 0), 0), room)])
+                if closed is None:
+                    return
+                stock = closed.get("stock", stock)
+
+        def forecast_pairs(seat: Seat) -> None:
+            seat.call("read_forecasts")
+            public = seat.known.public
+            forecast = _posted(seat.known) or [0] * public["periods"]
+            T = len(forecast)
+            targets = [forecast[t] + (forecast[t + 1] if t + 1 < T else 0) if t % 2 == 0 else 0 for t in range(T)]
+            seat.call("close_periods", orders=_order_up_to(public, targets, forecast, top_up_only=True))
+
+        def look_then_trust(seat: Seat) -> None:
+            seat.call("read_forecasts")
+            public = seat.known.public
+            demand = _posted(seat.known) or [0] * public["periods"]
+            for t in range(1, len(demand) + 1):
+                if seat.turns_left <= 1:
+                    break
+                seen = seat.call("probe_demand", period=t)
+                demand[t - 1] = seen.get("demand", demand[t - 1]) if seen else demand[t - 1]
+            seat.call("close_periods", orders=_order_up_to(public, demand, demand))
+
+        return {"lot_for_lot": lot_for_lot, "forecast_pairs": forecast_pairs, "look_then_trust": look_then_trust}
 
     def secret_numbers(self, params: InventoryParams) -> list[float]:
         p = params
@@ -442,14 +554,49 @@ class InventoryDP(Mechanism[InventoryParams]):
                 *range(1, params.horizon + 1)]
 
 
-def _order_up_to(p: InventoryParams, targets: list[int]) -> list[int]:
-    """Each period, order up to the target (within the capacity and the order limit)."""
-    orders, stock = [], p.initial_stock
-    for t in range(p.horizon):
-        room = min(p.max_order, p.capacity - max(stock, 0))
-        q = int(min(max(targets[t] - stock, 0), room))
+def _chunks(T: int) -> list[tuple[int, int]]:
+    """The periods a believed plan closes per call: PLAN_CLOSES spans as even as they come (fewer when T is short)."""
+    bounds = sorted({round(k * T / PLAN_CLOSES) for k in range(PLAN_CLOSES + 1)})
+    return list(zip(bounds, bounds[1:], strict=False))
+
+
+def _remaining(belief: InventoryParams, period: int, stock: int) -> InventoryParams:
+    """The believed run from a period on, from the stock now (a shortage waiting joins the first period's demand:
+    it is served, or waits or is lost, as that period's demand would be)."""
+    demand = list(belief.demand[period:])
+    demand[0] += max(-stock, 0)
+    return belief.model_copy(update={"demand": demand, "forecast": list(belief.forecast[period:]),
+                                     "initial_stock": max(stock, 0)})
+
+
+def _posted(known: Knowledge) -> list[int] | None:
+    """The posted forecasts, period by period (None when the sheet was not read)."""
+    sheet = known.latest("read_forecasts")
+    if sheet is None:
+        return None
+    return [int(sheet["forecasts"][f"period {t}"]) for t in range(1, known.public["periods"] + 1)]
+
+
+def _verified(known: Knowledge) -> dict[int, int]:
+    """The true demands an agent has seen, by period: looked up, or shown when a period closed."""
+    seen = {obs["period"]: int(obs["demand"]) for _, obs in known.observations("probe_demand")}
+    for op in ("close_periods", "advance_period"):
+        for _, obs in known.observations(op):
+            seen.update((line["period"], int(line["demand"])) for line in obs["closed"])
+    return seen
+
+
+def _order_up_to(public: dict[str, Any], targets: list[int], expected: list[int], top_up_only: bool = False
+                 ) -> list[int]:
+    """Each period, order up to the target (within the capacity and the order limit), the stock followed as the
+    `expected` demand would leave it; with `top_up_only`, a period whose target is 0 orders nothing."""
+    orders, stock = [], public["initial_stock"]
+    for t, target in enumerate(targets):
+        room = min(public["max_order"], public["capacity"] - max(stock, 0))
+        q = 0 if top_up_only and target == 0 else int(min(max(target - stock, 0), room))
         orders.append(q)
-        stock, _ = _period_step(p, stock, q, p.demand[t])
+        stock = max(stock, 0) + q - expected[t]  # a shortage is taken as lost
+        stock = max(stock, 0)
     return orders
 
 

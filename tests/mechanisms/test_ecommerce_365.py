@@ -1,6 +1,7 @@
 """ecommerce_365: exactness against exhaustive search, dynamics by hand, bankruptcy, refusals, bulk plans, facts,
 belief, heuristics and tiers (determinism, the data round trip, admission at 365 days and the fuzzing of random
-actions are in test_conformance)."""
+actions are in test_conformance); the posted forecasts on one sheet, a belief built from observations (a bias and a
+trend read from the verified ranges), the order of verification and the ledger of the ending (issue 26)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import pytest
 
 import mechanisms
 from envs.admission import admit
-from envs.environment import MAX_PLAN_STEPS
+from envs.environment import MAX_PLAN_STEPS, Environment
+from mechanisms import players
 from mechanisms.base import ActionError, ParamsError
 from mechanisms.ecommerce_365 import MAX_RANGE, EcommerceParams, _num
+from mechanisms.players import Seat, run_policy
 from schemas.envspec import Action
 from setter.corpus import VOCAB_KEYS
 from tests.mechanisms.references.ecommerce_365 import reference
@@ -68,7 +71,8 @@ def test_contract_shape():
     p = _sample(0)
     ops = M.operations(p)
     assert len(ops) >= 10 and {op.kind for op in ops} == {"probe", "info", "decision", "clock"}
-    assert [op.name for op in ops if op.decoy] == ["read_forecast"]
+    assert [op.name for op in ops if op.decoy] == ["read_forecasts"]
+    assert not next(op for op in ops if op.decoy).args  # one call shows every posted figure
     names = {op.name for op in ops}
     assert {"finish", "advance_day", "advance_days", "set_price", "set_ads", "order_stock", "cancel_order"} <= names
     for op in ops:
@@ -77,7 +81,7 @@ def test_contract_shape():
                 assert arg.items == "integer" and arg.max_items == p.horizon and arg.minimum in (0, 1)
                 continue
             assert arg.type == "integer" and arg.minimum == 1 and arg.maximum is not None
-    assert M.group == "external" and M.version == 1
+    assert M.group == "external" and M.version == 2
     assert M.size_range == (1, 3) and M.horizon_range == (30, 365) and M.default_horizon == 365
     assert 3 <= len(M.grid()) <= 6
     assert p.products == M.default_size and p.horizon == 365
@@ -215,18 +219,25 @@ def test_sample_raises_a_clear_error_when_no_draw_is_certified(monkeypatch):
         M.sample(np.random.default_rng(0), 1, 6)
 
 
-def test_default_trusts_the_sticker_and_never_probes():
+def test_default_reads_the_sheet_trusts_it_and_never_probes():
     for i in range(5):
         p = _sample(i)
         actions = M.default_actions(p)
         kinds = {op.name: op.kind for op in M.operations(p)}
-        assert actions[0].op == "read_forecast"
+        assert actions[0].op == "read_forecasts"
         assert not any(kinds[a.op] == "probe" for a in actions)
         state = _play(p, actions)
         assert state["price"] == [s - 1 for s in p.sticker_price_level]
         assert state["ads"] == [p.ad_levels // 2] * p.products
-        planned = [q for a in actions if a.op == "plan_orders" for q in a.args["quantities"]]
-        assert sum(q > 0 for q in planned) > p.horizon // 2  # orders (almost) every day, in one plan per product
+        lead = min(7, p.horizon - 1)  # the longest lead there is: it never learns the true one
+        for a in actions:
+            if a.op == "plan_orders":
+                forecast = p.forecast[a.args["product"] - 1]
+                quantities = a.args["quantities"]
+                assert quantities[0] == sum(forecast[:lead + 7])
+                assert all(q == (sum(forecast[d + lead:d + lead + 7]) if d % 7 == 0 else 0)
+                           for d, q in enumerate(quantities) if d)
+                assert len(quantities) <= p.horizon - lead
         assert len(actions) <= 3 * p.products + 2
         o = M.outcome(p)
         assert o.u0 < o.solution.u_star
@@ -330,7 +341,6 @@ def test_invalid_actions_raise_and_leave_the_state_unchanged():
         Action(op="set_ads", args={"product": 1, "level": 0}),
         Action(op="set_ads", args={"product": 1, "level": 1.5}),
         Action(op="probe_base_demand", args={"product": 1, "first_day": 4, "last_day": 2}),
-        Action(op="read_forecast", args={"product": 1, "first_day": 7}),
         Action(op="plan_orders", args={"product": 1, "quantities": [0, 3]}),  # day 6's order would arrive on day 8
         Action(op="plan_orders", args={"product": 1, "quantities": [0, 0, 0]}),  # only 2 days left
         Action(op="plan_prices", args={"product": 1, "levels": [3]}),
@@ -368,10 +378,10 @@ def test_probes_and_views_report_the_instance():
     state = M.initial_state(p)
     obs = M.apply(p, state, Action(op="probe_base_demand", args={"product": 2, "first_day": 10, "last_day": 20}))
     assert obs["base_demand"] == p.base_demand[1][9:20]
-    obs = M.apply(p, state, Action(op="read_forecast", args={"product": 1, "first_day": 1}))
-    assert obs["forecast"] == p.forecast[0][:MAX_RANGE] and obs["at_price_level"] == p.sticker_price_level[0]
-    obs = M.apply(p, state, Action(op="read_forecast", args={"product": 1, "first_day": 100}))
-    assert obs["forecast"] == p.forecast[0][99:]
+    obs = M.apply(p, state, Action(op="read_forecasts"))["forecasts"]
+    assert [row["forecast"] for row in obs] == p.forecast and len(obs[1]["forecast"]) == 120
+    assert [row["at_price_level"] for row in obs] == p.sticker_price_level
+    assert {row["at_ad_level"] for row in obs} == {p.ad_levels // 2 + 1}
     assert M.apply(p, state, Action(op="probe_lead_time", args={"product": 2}))["lead_time_days"] == p.lead_time[1]
     obs = M.apply(p, state, Action(op="probe_price_response", args={"product": 1}))
     assert [lv["price"] for lv in obs["levels"]] == p.prices[0]
@@ -447,44 +457,116 @@ def test_plans_take_effect_on_their_days_replace_earlier_ones_and_the_autopilot_
 
 
 def test_the_informed_agent_reaches_one_when_every_probe_fits():
-    from envs.difficulty import facts_fit, informed_actions
+    from envs.difficulty import facts_fit
     from setter.spec import turn_budget
 
-    for knobs in [(1, 30), (2, 180), (3, 300)]:
+    for knobs in [(1, 30), (2, 180), (3, 270)]:
         p = _sample(40, *knobs)
         o = M.outcome(p)
         budget = turn_budget(M, p, o)
         assert facts_fit(M, p, o, budget) == 1.0
-        u, _, errors = M.play(p, informed_actions(M, p, budget), budget)
-        assert errors == 0 and u == pytest.approx(o.solution.u_star, rel=1e-9)
+        seat = Seat(M, p, budget)
+        players.informed(M)(seat)
+        assert seat.errors == 0 and seat._utility() == pytest.approx(o.solution.u_star, rel=1e-9)
+        assert M.believed(seat.known) == p
 
 
-def test_belief_with_every_probe_is_the_truth_and_without_probes_uses_no_hidden_value():
+def _knowing(p, calls):
+    seat = Seat(M, p)
+    seat.play(calls)
+    return seat.known
+
+
+def test_belief_is_built_from_observations_only():
     for i in range(4):
         p = _sample(41 + i, 2, 120)
-        assert M.believed(p, M.probe_order(p)) == p
-        blind = M.believed(p, [])
+        every = [Action(op="read_forecasts"), *M.probe_order(M.knowledge(p))]
+        assert M.believed(_knowing(p, every)) == p
+        blind = M.believed(M.knowledge(p))
         other = M.params_from_data({**p.model_dump(), "base_demand": [[x + 1 for x in row] for row in p.base_demand],
                                     "unit_cost": [x + 1 for x in p.unit_cost], "daily_fee": p.daily_fee + 1,
                                     "initial_cash": p.initial_cash + 10, "lead_time": [2, 3],
-                                    "prices": [[x + 1 for x in row] for row in p.prices]})
-        assert M.believed(other, []) == blind
+                                    "prices": [[x + 1 for x in row] for row in p.prices],
+                                    "forecast": [[x + 1 for x in row] for row in p.forecast]})
+        assert M.believed(M.knowledge(other)) == blind  # nothing seen: nothing hidden believed
         M.solve(blind)  # a belief always solves (the cash is not in doubt)
+        sheet = M.believed(_knowing(p, [Action(op="read_forecasts")]))
+        assert sheet.forecast == p.forecast and sheet.sticker_price_level == p.sticker_price_level
+        assert sheet.lead_time == [min(7, p.horizon - 1)] * p.products  # the longest lead: no order arrives late
 
 
-def test_heuristics_play_within_the_budget_and_score_between_zero_and_one():
+def test_a_verified_range_corrects_the_forecast_by_a_bias_two_by_a_trend():
+    from mechanisms.ecommerce_365 import _correction
+
+    guess = [10.0] * 200
+    truth = {d: 10.0 * 1.5 * (1 + d / 200) for d in range(200)}
+    assert _correction({}, guess, 200) == [1.0] * 200
+    one = _correction({d: int(truth[d]) for d in range(20)}, guess, 200)
+    assert len(set(one)) == 1 and one[0] == pytest.approx(sum(int(truth[d]) for d in range(20)) / 200)
+    two = _correction({d: truth[d] for d in [*range(20), *range(180, 200)]}, guess, 200)
+    assert two[0] == pytest.approx(1.5, rel=0.05) and two[-1] == pytest.approx(3.0, rel=0.05)
+
+
+def test_the_forecast_drifts_further_from_the_truth_far_out():
+    near, far = [], []
+    for i in range(12):
+        p = _sample(60 + i, 1, 300)
+        ratio = [(f + 1) / (b * p.price_response[0][p.sticker_price_level[0] - 1] * p.ad_response[0][1] / 10000 + 1)
+                 for f, b in zip(p.forecast[0], p.base_demand[0], strict=True)]
+        start = np.log(np.mean(ratio[:30]))
+        near.append(abs(np.log(np.mean(ratio[30:60])) - start))
+        far.append(abs(np.log(np.mean(ratio[-30:])) - start))
+    assert np.mean(far) > 3 * np.mean(near)
+
+
+def test_the_informed_agent_looks_up_each_products_first_and_last_range_before_the_levels():
+    p = _sample(3, 3, 270)
+    known = _knowing(p, [Action(op="read_forecasts")])
+    order = M.probe_order(known)
+    assert order[0].op == "probe_store_terms"
+    assert [(a.args["product"], a.args["first_day"]) for a in order[1:7]] == [
+        (1, 1), (2, 1), (3, 1), (1, 185), (2, 185), (3, 185)]
+    listing = M.listing_order(known)
+    assert [(a.args["product"], a.args["first_day"]) for a in listing[:4]] == [(1, 1), (1, 93), (1, 185), (2, 1)]
+    assert len(listing) == len(order) == 3 * 3 + 4 * 3 + 1
+
+
+def test_heuristics_play_within_the_budget_and_score_at_most_one():
     from envs.scoring import score
     from setter.spec import turn_budget
 
-    for knobs, share in (((1, 90), 1.0), ((2, 365), 0.45), ((3, 300), 0.6)):
+    for knobs, share in (((1, 90), 1.0), ((2, 365), 0.45), ((3, 270), 0.6)):
         p = _sample(50, *knobs)
         o = M.outcome(p)
         budget = turn_budget(M, p, o, share)
-        for name, actions in M.heuristic_actions(p).items():
-            u, turns, errors = M.play(p, actions, budget)
-            assert errors == 0 and turns <= budget, name
+        for name, policy in M.heuristic_policies().items():
+            calls, u = run_policy(M, p, policy, budget)
+            assert len(calls) <= budget and M.play(p, calls, budget)[2] == 0, name
             assert u <= o.solution.u_star + 1e-6 * abs(o.solution.u_star), name
-            assert 0.0 <= score(u, o.u0, o.solution.u_star) <= 1.0
+            assert score(u, o.u0, o.solution.u_star) <= 1.0
+
+
+def test_the_ledger_states_the_final_cash_and_its_parts_however_the_run_ends():
+    from mechanisms.ecommerce_365 import BOOKS
+
+    p = _sample(5, 2, 90)
+    broke = _params(initial_cash=10.0, daily_fee=4.0, grace_days=1, base_demand=[[0] * 6])
+    for q, actions in ((p, []), (p, [Action(op="advance_days", args={"days": 30})]), (p, M.solve(p).optimal_actions),
+                       (p, [Action(op="finish")]), (broke, [Action(op="advance_days", args={"days": 6})])):
+        state = _play(q, actions)
+        ledger = M.ledger(q, state)
+        assert ledger["final_cash"] == pytest.approx(M.utility(q, state))
+        earned = ledger["initial_cash"] + ledger["sales_revenue"] - sum(ledger[k] for k in BOOKS[1:])
+        assert earned == pytest.approx(ledger["final_cash"], abs=1e-6)
+        assert ledger["bankrupt"] == (q is broke) and ("bankrupt_on_day" in ledger) == (q is broke)
+    state = M.initial_state(p)
+    M.ledger(p, state)
+    assert state == M.initial_state(p)  # the ledger of an open run plays its autopilot on a copy
+    spec = make_spec(M.id, 0)
+    env = Environment(spec, "hidden")
+    outcome = env.step(env.tool_for("finish").name, {})["outcome"]
+    assert outcome["episode over"] == "finished"
+    assert len(outcome) == len(M.ledger(M.params_from_data(spec.params), env.state)) + 1
 
 
 def test_the_rules_carry_no_hidden_number_and_the_text_fits_at_the_largest_cell():
@@ -495,7 +577,7 @@ def test_the_rules_carry_no_hidden_number_and_the_text_fits_at_the_largest_cell(
     assert {OBJECTIVE, END, BUDGET_END, "bankruptcy", "cash", "demand"} <= {f.key for f in facts}
     rules = " " + rules_text(facts) + " "
     assert f" {_num(p.daily_fee)} " not in rules and f" {_num(p.initial_cash)} " not in rules
-    assert all(len(make_spec(M.id, i, 3, 300).rendering.written_prompt) <= 6000 for i in range(4))
+    assert all(len(make_spec(M.id, i, 3, 270).rendering.written_prompt) <= 6000 for i in range(4))
 
 
 @pytest.mark.parametrize("tier", ["easy", "medium", "hard", "frontier"])
