@@ -47,5 +47,30 @@ def summary_lines(report: Report) -> list[str]:
            " near-duplicate title pairs" if embeddings["available"] else f"; {embeddings['why']}"),
         "difficulty: median u0/u* per family: " + ", ".join(
             f"{r['family']} {shown(r['u0_over_u_star_median'])}" for r in difficulty) + "  [difficulty_per_family]",
+        "tiers: " + "; ".join(_tier_line(tier, rows) for tier, rows in _by_tier(c.rows("difficulty_tiers")).items())
+        + "  [difficulty_tiers]",
     ]
     return lines
+
+
+def _by_tier(rows: list[dict]) -> dict[str, list[dict]]:
+    order = ["easy", "medium", "hard", "frontier", "unmeasured"]
+    grouped: dict[str, list[dict]] = {}
+    for row in sorted(rows, key=lambda r: order.index(r["tier"]) if r["tier"] in order else 9):
+        grouped.setdefault(row["tier"], []).append(row)
+    return grouped
+
+
+def _tier_line(tier: str, rows: list[dict]) -> str:
+    """One tier: its environments and their mean informed, naive prober and best heuristic scores and skill gap."""
+    n = sum(int(r["environments"]) for r in rows)
+
+    def mean(column: str) -> str:
+        weighted = [(float(r[column]), int(r["environments"])) for r in rows if r.get(column) is not None]
+        total = sum(w for _, w in weighted)
+        return shown(round(sum(v * w for v, w in weighted) / total, 3)) if total else "n/a"
+
+    if tier == "unmeasured":
+        return f"unmeasured {n:,}"
+    return (f"{tier} {n:,} (informed {mean('mean_informed_score')}, naive prober {mean('mean_naive_score')}, "
+            f"skill gap {mean('mean_skill_gap')}, best heuristic {mean('mean_heuristic_score')})")

@@ -122,3 +122,17 @@ def test_since_restricts_every_table(report_warehouse):
     assert int(later.one("cost_summary")["tokens"]) == tokens[0]["t"]
     with pytest.raises(QueryError, match="not a date; give it as YYYY-MM-DD"):
         collect(wh, "May 2")
+
+
+def test_the_skill_gap_per_tier_is_the_informed_minus_the_naive_prober(report_warehouse, built_report):
+    from reports.summary import summary_lines
+
+    _, wh = report_warehouse
+    rows = built_report.collected.rows("difficulty_tiers")
+    for row in rows:
+        landed = _q(wh, "SELECT avg(informed_score) AS i, avg(naive_score) AS n, avg(skill_gap) AS g FROM environments "
+                        f"WHERE family = '{row['family']}' AND difficulty = '{row['tier']}'")[0]
+        assert row["mean_naive_score"] == pytest.approx(landed["n"], abs=1e-4)
+        assert row["mean_skill_gap"] == pytest.approx(landed["i"] - landed["n"], abs=1e-3)
+    tiers = next(line for line in summary_lines(built_report) if line.startswith("tiers: "))
+    assert "skill gap" in tiers and "naive prober" in tiers and tiers.endswith("[difficulty_tiers]")
