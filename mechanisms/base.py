@@ -207,6 +207,12 @@ class Mechanism(ABC, Generic[P]):
     def sample(self, rng: np.random.Generator, size: int, horizon: int) -> P:
         """Draw parameters (all randomness, including hidden paths, is drawn here)."""
 
+    def redraw(self, params: P, rng: np.random.Generator) -> P | None:
+        """The same instance with its random draws (the hidden path an episode realises: offers, prizes) drawn anew
+        from the same distributions, everything else unchanged; None (the default) when the family has no random
+        draws. envs.difficulty measures a family that redraws in expectation over its paths."""
+        return None
+
     def params_from_data(self, data: dict[str, Any]) -> P:
         """Build parameters from explicit data (pydantic validates shapes and signs); ParamsError if invalid."""
         if not isinstance(data, dict):

@@ -193,6 +193,25 @@ def test_same_seed_and_data_round_trip():
     assert p.posted_best == 2.0
 
 
+def test_a_redraw_draws_every_offer_anew_from_the_distribution_and_keeps_the_rest():
+    """envs.difficulty scores the family in expectation over redrawn offers: a redraw changes only the offers, draws
+    them from the offer distribution (the online policy's mean over redraws is its expected value W_1), and the same
+    generator state gives the same redraw."""
+    p = _sample(3, 6, 40)
+    q = M.redraw(p, np.random.default_rng(5))
+    assert q.model_dump(exclude={"offers"}) == p.model_dump(exclude={"offers"}) and q.offers != p.offers
+    assert len(q.offers) == p.rounds and set(q.offers) <= set(p.offer_values)
+    assert M.redraw(p, np.random.default_rng(5)) == q and M.params_from_data(q.model_dump()) == q
+    rng = np.random.default_rng(6)
+    paths = [M.redraw(p, rng) for _ in range(600)]
+    drawn = np.array([x for path in paths for x in path.offers])
+    for value, probability in zip(p.offer_values, p.offer_probabilities, strict=True):
+        assert np.mean(drawn == value) == pytest.approx(probability, abs=0.01)
+    online = np.array([M.run(path, online_policy(path)) for path in paths])
+    expected = M.solve(p).facts["online_expected_value"]
+    assert abs(online.mean() - expected) <= 4 * online.std() / np.sqrt(len(online))
+
+
 CORNERS = [(M.size_range[0], M.horizon_range[0]), (M.size_range[1], M.horizon_range[1])]
 
 

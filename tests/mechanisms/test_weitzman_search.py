@@ -177,6 +177,26 @@ def test_weitzman_policy_stops_once_the_best_prize_reaches_the_next_reservation_
     assert M.solve(nothing).u_star == 0.0 and M.solve(nothing).optimal_actions == [Action(op="finish")]
 
 
+def test_a_redraw_draws_every_prize_anew_from_its_box_and_keeps_the_rest():
+    """envs.difficulty scores the family in expectation over redrawn prizes: a redraw changes only the prizes, draws
+    each from its box's distribution (Weitzman's policy's mean over redraws is its exact expected value), and the same
+    generator state gives the same redraw."""
+    p = _sample(3, 8, 4)
+    q = M.redraw(p, np.random.default_rng(5))
+    assert q.model_dump(exclude={"prizes"}) == p.model_dump(exclude={"prizes"}) and q.prizes != p.prizes
+    assert all(x in values for x, values in zip(q.prizes, p.prize_values, strict=True))
+    assert M.redraw(p, np.random.default_rng(5)) == q and M.params_from_data(q.model_dump()) == q
+    rng = np.random.default_rng(6)
+    paths = [M.redraw(p, rng) for _ in range(3000)]
+    for box in range(p.boxes):
+        drawn = np.array([path.prizes[box] for path in paths])
+        for value, probability in zip(p.prize_values[box], p.prize_probabilities[box], strict=True):
+            assert np.mean(drawn == value) == pytest.approx(probability, abs=0.03)
+    online = np.array([M.run(path, weitzman_policy(path)) for path in paths])
+    expected = weitzman_expected_value(p)
+    assert abs(online.mean() - expected) <= 4 * online.std() / np.sqrt(len(online))
+
+
 def test_same_seed_and_data_round_trip():
     for i in range(5):
         assert _sample(i) == _sample(i)
@@ -464,7 +484,8 @@ def test_the_informed_agent_verifies_the_highest_posted_boxes_when_the_turns_are
     budget = turn_budget(M, p, M.outcome(p), tier.probe_share)
     calls, _ = run_policy(M, p, informed(M), budget)
     verified = [a.args["box"] for a in calls if a.op == "probe_prize_distribution"]
-    ranked = sorted(range(1, p.boxes + 1), key=lambda j: (-p.posted_prizes[j - 1], j))
+    # by posted prize net of fee (the fees are verified first)
+    ranked = sorted(range(1, p.boxes + 1), key=lambda j: (-(p.posted_prizes[j - 1] - p.costs[j - 1]), j))
     assert calls[:2] == [Action(op="read_posted_prizes"), Action(op="probe_all_costs")]
     assert 0 < len(verified) < p.boxes and verified == ranked[:len(verified)]
     naive = [a.args["box"] for a in run_policy(M, p, naive_prober(M), budget)[0]
