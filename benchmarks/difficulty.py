@@ -9,7 +9,9 @@ For each family and tier it samples instances from the tier's cells (as `vhd gen
 renders them with the template setter and runs admission, until `--count` are admitted or 4 x count were drawn.
 Scores are means over the admitted environments, against the reachable reference (u*, or the optimal online policy
 of a sequential family; `heuristic:NAME` per heuristic agent); `yield` is admitted / drawn; `refused` names the
-commonest reason. Every player acts through the hidden mode's tools and knows only what its calls showed.
+commonest reason. Every player acts through the hidden mode's tools and knows only what its calls showed. For the
+sequential families the tier scores (informed, naive, gap, best_heur) are expectations over redrawn paths
+(envs.difficulty.REDRAWS) while `heuristic:NAME` is the score on the drawn path the environment records.
 """
 
 from __future__ import annotations
