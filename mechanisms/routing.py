@@ -5,7 +5,7 @@ Parameters (all can be given as data):
   the depot, rows/columns 1..n the stops. Entries are finite and non-negative, the diagonal is zero,
   and the matrix may be asymmetric (``distances[i][j]`` is the leg from i to j).
 - ``posted_distances``: the posted map's estimate of every leg, same shape and rules (a decoy the
-  default policy trusts; when omitted from data it equals ``distances``)
+  default policy trusts: it drives the map's shortest tour; when omitted from data it equals ``distances``)
 - ``unvisited_penalty``: the charge for every stop still unvisited when the episode ends (hidden,
   non-negative); it makes skipping stops costly, so that doing nothing is worse than driving a tour.
 Dynamics: the vehicle drives from where it is to an unvisited stop (a decision), or along a whole list of
@@ -15,9 +15,9 @@ a state is ``u = -(distance of the legs driven + the leg from the current positi
 unvisited_penalty x stops not visited)``: it treats the episode as ending now with the vehicle driving straight
 home. Every state is a simple depot path, so no play can beat u*.
 The knobs: ``size`` is the number of stops n (4..24); ``horizon`` (1..12) is how many legs of the posted
-map's nearest-neighbour route the map badly understates (their true length is 2.5-4 times the posted one, as
-after a closure); from 6 on they are drawn from the legs of that route and of the map's shortest tour; it is
-clipped to the number of those legs.
+map's shortest tour (the default's route) the map badly understates (their true length is 2.5-4 times the posted
+one, as after a closure, in both directions); from 6 on they are drawn from the legs of that tour and of the map's
+nearest-neighbour route (the route a greedy plan takes); it is clipped to the number of those legs.
 The sampler draws n+1 points in a 100 x 100 square; the posted map is the rounded straight-line
 distance, the true legs are 0-30 % longer (independently per direction), and the penalty is 1-1.5
 times the longest depot round trip.
@@ -28,10 +28,14 @@ HiGHS (scipy.optimize.milp, console silenced): a binary per leg and per stop vis
 generalised subtour-elimination cuts added while the solution has a cycle that misses the depot (re-solved
 until it has none, so the optimum is exact). Both are checked against brute force and each other.
 
-Hidden mode: every leg is posted on the map (the decoy); the true lengths come row by row from surveys, the
-charge from its own probe. The informed agent surveys the depot's row, then the rows of the stops along the
-map's nearest-neighbour route, and believes the map (scaled by the median true/posted ratio it surveyed, or a
-surveyed reverse leg) for the rest.
+Hidden mode: every leg is posted on the map, one sheet showing them all (the decoy the default trusts); the true
+length of each leg comes from its own survey (one call a leg: choosing which legs to verify is the skill), the
+charge from its own probe. That legs are one-way and need not obey the triangle inequality is a rule every mode
+states. The lengths driven are shown only when the round ends (its ledger: the route with the way back, its length
+before and with the return leg, the charges, the total cost). The informed agent reads the map and surveys the
+legs of the map's shortest tour, then those of its nearest-neighbour route, then each place's legs to its nearest
+places, then the rest, shortest first; it believes a surveyed leg, else a surveyed reverse leg, else the map scaled
+by the typical surveyed/posted ratio.
 """
 
 from __future__ import annotations
@@ -47,14 +51,16 @@ from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import stickers_default_to_truth
+from mechanisms.players import Knowledge, Policy, Seat
 from mechanisms.registry import register
 from schemas.envspec import Action
 
 MAX_STOPS = 24
 HELD_KARP_STOPS = 15  # Held-Karp keeps 2^n x n path lengths (491,520 at 15 stops, about 20 ms); the MILP solves beyond
 BAD_FACTOR = (2.5, 4.0)  # how much longer than posted a badly understated leg really is
-TOUR_CLOSURES = 6  # from this many understated legs on, they may lie on the map's shortest tour too
+NN_CLOSURES = 6  # from this many understated legs on, they may lie on the map's nearest-neighbour route too
 REDRAWS = 24  # the sampler redraws the understated legs while the default would already be optimal
+NEAR_LEGS = 3  # after the map's tour, the informed agent surveys each place's legs to its nearest places on the map
 
 
 def _check_matrix(name: str, matrix: list[list[float]], nodes: int) -> None:
@@ -285,7 +291,7 @@ Stops = Annotated[list[int], Between(1, "stops", max_items="stops"),
 
 class Routing(Mechanism[RoutingParams]):
     id = "routing"
-    version = 1
+    version = 2
     group = "trained"
     summary = "drive one vehicle from the depot through every stop and back as briefly as possible; Held-Karp"
     Params = RoutingParams
@@ -296,10 +302,11 @@ class Routing(Mechanism[RoutingParams]):
     difficulty_grid = [(5, 1), (7, 2), (8, 3), (10, 4), (12, 6), (15, 8)]
     difficulty_tiers = {
         "easy": Tier(((5, 1), (6, 1), (6, 2)), 1.0),
-        "medium": Tier(((8, 2), (9, 3), (10, 3)), 1.0),
-        "hard": Tier(((12, 6), (13, 7), (14, 8)), 1.0),  # every survey fits; the map misleads any naive plan
-        "frontier": Tier(((15, 10), (16, 12), (18, 12)), 0.3),
+        "medium": Tier(((8, 2), (9, 3), (10, 3)), 0.9),  # surveying every leg does not quite fit
+        "hard": Tier(((12, 6), (13, 7), (14, 8)), 0.3),
+        "frontier": Tier(((15, 8), (16, 10), (18, 12)), 0.07),
     }
+    turn_slack = 1  # so that the tier's probe share, not the slack, decides how many legs can be surveyed
     u0_band = (0.3, 0.995)
 
     # --- parameters -----------------------------------------------------------------------
@@ -310,13 +317,14 @@ class Routing(Mechanism[RoutingParams]):
         off = ~np.eye(n + 1, dtype=bool)
         posted = np.where(off, np.maximum(np.round(straight), 1.0), 0.0)
         base = np.where(off, np.maximum(np.round(straight * rng.uniform(1.0, 1.3, (n + 1, n + 1))), 1.0), 0.0)
-        order = _nearest_neighbour(posted)
-        legs = list(zip([0, *order], [*order, 0], strict=True))
-        if horizon >= TOUR_CLOSURES:  # many closures: the map's shortest tour runs into some of them too
-            tour = posted_tour(posted)
+        tour = posted_tour(posted)  # the default's route
+        legs = list(zip([0, *tour], [*tour, 0], strict=True))
+        if horizon >= NN_CLOSURES:  # many closures: the map's nearest-neighbour route runs into some of them too
+            order = _nearest_neighbour(posted)
             shared = {frozenset(leg) for leg in legs}
-            legs += [leg for leg in zip([0, *tour], [*tour, 0], strict=True) if frozenset(leg) not in shared]
+            legs += [leg for leg in zip([0, *order], [*order, 0], strict=True) if frozenset(leg) not in shared]
         bad = min(int(horizon), len(legs))
+        default = [Action(op="drive_route", args={"stops": tour}), Action(op="return_to_depot")]
         params = None
         for _ in range(REDRAWS):
             true = base.copy()
@@ -328,7 +336,7 @@ class Routing(Mechanism[RoutingParams]):
             penalty = float(np.round(round_trip * rng.uniform(1.0, 1.5)))
             params = RoutingParams(distances=true.tolist(), posted_distances=posted.tolist(),
                                    unvisited_penalty=penalty)
-            if self.run(params, self.default_actions(params)) < self.solve(params).u_star - 1e-9:
+            if self.run(params, default) < self.solve(params).u_star - 1e-9:  # the default drives `tour`
                 break
         return params
 
@@ -344,10 +352,12 @@ class Routing(Mechanism[RoutingParams]):
                  "subset_states": states}
         return Solution(u_star, actions, method, facts)
 
-    def default_actions(self, params: RoutingParams) -> list[Action]:
-        """Nearest neighbour on the posted map from the depot, every stop in one call, then home (never probes)."""
-        order = _nearest_neighbour(np.asarray(params.posted_distances, dtype=float))
-        return [Action(op="drive_route", args={"stops": order}), Action(op="return_to_depot")]
+    def default_policy(self, seat: Seat) -> None:
+        """Reads the posted map, drives its shortest tour through every stop in one call, then home (never surveys a
+        leg)."""
+        seat.call("read_posted_map")
+        seat.call("drive_route", stops=posted_tour(self._posted(seat.known)))
+        seat.call("return_to_depot")
 
     # --- dynamics -------------------------------------------------------------------------
     def initial_state(self, params: RoutingParams) -> dict[str, Any]:
@@ -358,9 +368,10 @@ class Routing(Mechanism[RoutingParams]):
         path = [0, *route]
         return float(sum(p.distances[a][b] for a, b in zip(path[:-1], path[1:], strict=True)))
 
-    def _where(self, p: RoutingParams, route: list[int]) -> dict[str, Any]:
+    @staticmethod
+    def _where(p: RoutingParams, route: list[int]) -> dict[str, Any]:
+        """The route as planned (no length: the surveyed lengths driven are stated when the round ends)."""
         return {"route": [0, *route], "position": route[-1] if route else 0,
-                "distance driven": self._driven(p, route),
                 "stops left": [k for k in range(1, p.stops + 1) if k not in route]}
 
     def _route(self, state: State) -> list[int]:
@@ -372,12 +383,9 @@ class Routing(Mechanism[RoutingParams]):
     @probe
     def probe_leg(self, p: RoutingParams, state: State, origin: Origin, destination: Destination) -> Observation:
         """the true length of one leg"""
+        if origin == destination:
+            raise ActionError("a leg joins two different places: the origin and the destination are the same")
         return {"origin": origin, "destination": destination, "distance": p.distances[origin][destination]}
-
-    @probe
-    def probe_legs_from(self, p: RoutingParams, state: State, origin: Origin) -> Observation:
-        """the true length of every leg out of one place"""
-        return {"origin": origin, "distances": _row(p.distances, origin)}
 
     @probe
     def probe_penalty(self, p: RoutingParams, state: State) -> Observation:
@@ -385,15 +393,9 @@ class Routing(Mechanism[RoutingParams]):
         return {"penalty": p.unvisited_penalty}
 
     @info(decoy=True, estimates="distance")
-    def read_posted_leg(self, p: RoutingParams, state: State, origin: Origin, destination: Destination) -> Observation:
-        """the posted map's length of one leg"""
-        return {"origin": origin, "destination": destination,
-                "posted distance": p.posted_distances[origin][destination]}
-
-    @info(decoy=True, estimates="distances")
-    def read_posted_legs_from(self, p: RoutingParams, state: State, origin: Origin) -> Observation:
-        """the posted map's length of every leg out of one place"""
-        return {"origin": origin, "posted distances": _row(p.posted_distances, origin)}
+    def read_posted_map(self, p: RoutingParams, state: State) -> Observation:
+        """the posted map's length of every leg: outside estimates of the true lengths, not surveys"""
+        return {"posted distances": {str(i): _row(p.posted_distances, i) for i in range(p.stops + 1)}}
 
     @info
     def list_stops(self, p: RoutingParams, state: State) -> Observation:
@@ -402,7 +404,7 @@ class Routing(Mechanism[RoutingParams]):
 
     @info
     def view_route(self, p: RoutingParams, state: State) -> Observation:
-        """the route so far, where the vehicle is, distance driven and stops left"""
+        """the route so far, where the vehicle is and the stops left"""
         return self._where(p, state["route"])
 
     @decision
@@ -412,7 +414,7 @@ class Routing(Mechanism[RoutingParams]):
         if stop in route:
             raise ActionError(f"stop {stop} has already been visited")
         state["route"] = [*route, stop]
-        return {"leg distance": p.distances[route[-1] if route else 0][stop], **self._where(p, state["route"])}
+        return self._where(p, state["route"])
 
     @decision
     def drive_route(self, p: RoutingParams, state: State, stops: Stops) -> Observation:
@@ -451,19 +453,28 @@ class Routing(Mechanism[RoutingParams]):
         return self._home(p, state)
 
     def _home(self, p: RoutingParams, state: State) -> Observation:
-        """End the round: the vehicle drives straight back to the depot from where it is."""
+        """End the round: the vehicle drives straight back to the depot from where it is (the lengths and charges
+        come with the ending's ledger)."""
         route = self._route(state)
         state["finished"] = True
-        here, unvisited = route[-1] if route else 0, p.stops - len(route)
-        total = self._driven(p, route) + p.distances[here][0]
-        return {"route": [0, *route, 0], "return leg": p.distances[here][0], "distance total": total,
-                "unvisited stops": unvisited, "charges": p.unvisited_penalty * unvisited,
-                "total cost": total + p.unvisited_penalty * unvisited, "finished": True}
+        return {"route": [0, *route, 0], "finished": True}
 
     def utility(self, params: RoutingParams, state: dict[str, Any]) -> float:
-        p, route = params, state["route"]
-        home = p.distances[route[-1]][0] if route else 0.0
-        return -float(self._driven(p, route) + home + p.unvisited_penalty * (p.stops - len(route)))
+        return -self._cost(params, state["route"])["total cost"]
+
+    def _cost(self, p: RoutingParams, route: list[int]) -> dict[str, Any]:
+        """The round's cost as if the vehicle drove straight back to the depot now, part by part."""
+        here, unvisited = route[-1] if route else 0, p.stops - len(route)
+        driven, back = self._driven(p, route), float(p.distances[here][0])
+        charges = float(p.unvisited_penalty * unvisited)
+        return {"route": [0, *route, 0], "distance driven": driven, "return leg": back,
+                "distance total": driven + back, "unvisited stops": unvisited, "charges": charges,
+                "total cost": driven + back + charges}
+
+    def ledger(self, params: RoutingParams, state: dict[str, Any]) -> dict[str, Any]:
+        """The route with the way back, its surveyed length before and with the return leg, the charges, the total
+        cost and the result (minus the total cost)."""
+        return self._cost(params, state["route"])
 
     # --- rendering facts ------------------------------------------------------------------
     def facts(self, params: RoutingParams, vocab: dict[str, str]) -> list[Fact]:
@@ -479,15 +490,18 @@ class Routing(Mechanism[RoutingParams]):
         return [
             rule("structure", f"The {v['vehicle']} starts at the depot at {v['place']} (number 0) and may call at "
                  f"{n} {v['customer']} {v['sites']}, numbered 1 to {n}, each at most once.", n),
-            probed("legs", "probe_legs_from", "The surveyed length of every leg (row = from, position in the row = "
-                   f"to, 0 = the depot; legs may differ by direction): {rows(p.distances)}.", off(p.distances)),
-            probed("posted", "read_posted_legs_from", f"The {v['sticker']} quotes these lengths (an estimate, not "
+            rule("legs", "Legs are one-way: the leg from one place to another may be longer or shorter than the "
+                 "leg back, and the legs need not obey the triangle inequality (a direct leg can be longer than "
+                 f"going by way of another {v['site']}), so a leg's length says nothing sure about any other leg."),
+            probed("legs_surveyed", "probe_leg", "The surveyed length of every leg (row = from, position in "
+                   f"the row = to, 0 = the depot): {rows(p.distances)}.", off(p.distances)),
+            probed("posted", "read_posted_map", f"The {v['sticker']} quotes these lengths (an estimate, not "
                    f"a survey): {rows(p.posted_distances)}.", off(p.posted_distances)),
             probed("penalty", "probe_penalty", f"Every {v['customer']} {v['site']} still unvisited when the round "
                    f"ends is charged {p.unvisited_penalty:g} length units.", [p.unvisited_penalty]),
             rule("driving", f"The {v['vehicle']} drives from where it is to {v['sites']} not yet visited, one or "
                  "a whole list in one call, always along the direct leg; a leg can be taken back (or the whole "
-                 "route cleared) before the round ends."),
+                 "route cleared) before the round ends. The lengths driven are reported when the round ends."),
             rule(OBJECTIVE, "Your result is minus the total cost, where the total cost is the surveyed length of "
                  f"every leg driven, plus the leg from the last {v['site']} back to the depot, plus the charge of "
                  f"every {v['site']} left unvisited; the smaller the total cost, the better."),
@@ -499,52 +513,120 @@ class Routing(Mechanism[RoutingParams]):
                  f"way back and the charges of the unvisited {v['sites']} count."),
         ]
 
-    def probe_order(self, params: RoutingParams) -> list[Action]:
-        """The depot's legs first, then the legs out of each stop along the map's nearest-neighbour route (where
-        the default drives), then the charge."""
-        order = _nearest_neighbour(np.asarray(params.posted_distances, dtype=float))
-        return [*(Action(op="probe_legs_from", args={"origin": i}) for i in [0, *order]),
+    # --- players --------------------------------------------------------------------------
+    def public_view(self, params: RoutingParams) -> dict[str, Any]:
+        return {"stops": params.stops}
+
+    @staticmethod
+    def _surveyed(known: Knowledge) -> dict[tuple[int, int], float]:
+        """Every surveyed leg, (from, to) -> length."""
+        return {(int(seen["origin"]), int(seen["destination"])): float(seen["distance"])
+                for _, seen in known.observations("probe_leg")}
+
+    @classmethod
+    def _posted(cls, known: Knowledge) -> np.ndarray:
+        """The posted map as the sheet showed it; unread, every leg is the mean surveyed length (1 when none is)."""
+        n = known.public["stops"]
+        sheet = known.latest("read_posted_map")
+        if sheet is None:
+            legs = cls._surveyed(known)
+            guess = float(np.mean(list(legs.values()))) if legs else 1.0
+            return np.where(np.eye(n + 1, dtype=bool), 0.0, guess)
+        rows = sheet["posted distances"]
+        return np.asarray([[0.0 if i == j else float(rows[str(i)][str(j)]) for j in range(n + 1)]
+                           for i in range(n + 1)])
+
+    def listing_order(self, known: Knowledge) -> list[Action]:
+        """Every leg in number order (from the depot first; a place to itself is no leg), then the charge."""
+        n = known.public["stops"]
+        return [*(Action(op="probe_leg", args={"origin": i, "destination": j})
+                  for i in range(n + 1) for j in range(n + 1) if i != j), Action(op="probe_penalty")]
+
+    def probe_order(self, known: Knowledge) -> list[Action]:
+        """The legs a plan on the map drives first: every leg of the map's shortest tour in driving order, then every
+        leg of the map's nearest-neighbour route (the short legs a greedy plan takes), then the short legs a changed
+        plan would take instead (each place's legs to its NEAR_LEGS nearest places on the map), then every other
+        leg, shortest first on the map; then the charge."""
+        n = known.public["stops"]
+        posted = self._posted(known)
+        ordered: list[tuple[int, int]] = []
+        for route in (posted_tour(posted), _nearest_neighbour(posted)):
+            path = [0, *route, 0]
+            ordered += zip(path[:-1], path[1:], strict=True)
+        near = [(i, j) for i in range(n + 1)
+                for j in sorted((j for j in range(n + 1) if j != i), key=lambda j: (posted[i, j], j))[:NEAR_LEGS]]
+        rest = [(i, j) for i in range(n + 1) for j in range(n + 1) if i != j]
+        for group in (near, rest):
+            ordered += sorted(group, key=lambda leg: (posted[leg], leg))
+        return [*(Action(op="probe_leg", args={"origin": i, "destination": j}) for i, j in dict.fromkeys(ordered)),
                 Action(op="probe_penalty")]
 
-    def believed(self, params: RoutingParams, probed: list[Action]) -> RoutingParams:
-        """Surveyed rows are true; an unsurveyed leg takes its surveyed reverse leg when there is one, else the
-        map's length scaled by the median surveyed/posted ratio; an unprobed charge is 1.25 times the longest
-        believed round trip through the depot."""
-        p = params
-        n = p.stops
-        rows = {int(a.args["origin"]) for a in probed if a.op == "probe_legs_from"}
-        legs = {(int(a.args["origin"]), int(a.args["destination"])) for a in probed if a.op == "probe_leg"}
-        legs |= {(i, j) for i in rows for j in range(n + 1)}
-        ratios = [p.distances[i][j] / p.posted_distances[i][j] for i, j in legs
-                  if i != j and p.posted_distances[i][j] > 0]
-        scale = float(np.median(ratios)) if ratios else 1.0
-        dist = [[float(p.distances[i][j]) if (i, j) in legs else
-                 float(p.distances[j][i]) if (j, i) in legs else
-                 float(round(p.posted_distances[i][j] * scale, 6)) for j in range(n + 1)] for i in range(n + 1)]
-        for i in range(n + 1):
-            dist[i][i] = 0.0
-        if any(a.op == "probe_penalty" for a in probed):
-            penalty = p.unvisited_penalty
+    def believed(self, known: Knowledge) -> RoutingParams:
+        """Surveyed legs are true; an unsurveyed leg takes its surveyed reverse leg when there is one, else its posted
+        length scaled by the typical surveyed/posted ratio (the median of the ratios within twice the smallest: a
+        plan's survey finds the badly understated legs it drives, which say nothing of the other legs); an unprobed
+        charge is 1.25 times the longest believed round trip through the depot."""
+        n = known.public["stops"]
+        posted = self._posted(known)
+        legs = self._surveyed(known)
+        ratios = [x / posted[i, j] for (i, j), x in legs.items() if posted[i, j] > 0]
+        typical = [r for r in ratios if r <= 2 * min(ratios)] if ratios else []  # leave out the badly understated
+        scale = float(np.median(typical)) if typical and known.latest("read_posted_map") else 1.0
+        dist = [[0.0 if i == j else legs[(i, j)] if (i, j) in legs else legs[(j, i)] if (j, i) in legs
+                 else float(round(posted[i, j] * scale, 6)) for j in range(n + 1)] for i in range(n + 1)]
+        charge = known.latest("probe_penalty")
+        if charge is not None:
+            penalty = float(charge["penalty"])
         else:
             penalty = round(1.25 * max(dist[0][k] + dist[k][0] for k in range(1, n + 1)), 6)
-        return RoutingParams(distances=dist, posted_distances=p.posted_distances, unvisited_penalty=penalty)
+        return RoutingParams(distances=dist, posted_distances=posted.tolist(), unvisited_penalty=penalty)
 
-    def heuristic_actions(self, params: RoutingParams) -> dict[str, list[Action]]:
-        """posted_tour: the shortest tour on the map (no surveys), driven in one call.
-        nearest_surveyed: survey the legs out of where the vehicle is, drive to the nearest unvisited stop, repeat
-        (one call per survey and per leg), then home."""
-        p = params
-        n = p.stops
-        posted = np.asarray(p.posted_distances, dtype=float)
-        tour = [Action(op="drive_route", args={"stops": posted_tour(posted)}), Action(op="return_to_depot")]
-        nearest, here, left = [], 0, set(range(1, n + 1))
-        while left:
-            nearest.append(Action(op="probe_legs_from", args={"origin": here}))
-            here = min(left, key=lambda j: (p.distances[here][j], j))
-            left.discard(here)
-            nearest.append(Action(op="drive_to", args={"stop": here}))
-        nearest.append(Action(op="return_to_depot"))
-        return {"posted_tour": tour, "nearest_surveyed": nearest}
+    def heuristic_policies(self) -> dict[str, Policy]:
+        """map_nearest: read the map, drive nearest neighbour on it from the depot in one call, then home (no
+        surveys).
+        nearest_surveyed: read the map; at each stop survey the legs to as many of the nearest unvisited stops on the
+        map as the turns allow if every stop left gets as many, and drive to the truly nearest of them; when the
+        turns allow no survey, the rest by nearest neighbour on the map in one call; then home.
+        survey_all: survey every leg and the charge in number order, whatever the turns left, then drive the best
+        tour on what it surveyed (the turns run out first unless every survey fits)."""
+
+        def map_nearest(seat: Seat) -> None:
+            seat.call("read_posted_map")
+            seat.call("drive_route", stops=_nearest_neighbour(self._posted(seat.known)))
+            seat.call("return_to_depot")
+
+        def nearest_surveyed(seat: Seat) -> None:
+            seat.call("read_posted_map")
+            posted = self._posted(seat.known)
+            here, left = 0, set(range(1, seat.known.public["stops"] + 1))
+            while left:
+                # surveys a stop can afford if every stop left gets as many, a leg each and the way home
+                k = min(len(left), int(seat.turns_left - len(left) - 1) // len(left))
+                if k < 1:
+                    break
+                nearest = sorted(left, key=lambda j: (posted[here, j], j))[:k]
+                length = {}
+                for j in nearest:
+                    seen = seat.call("probe_leg", origin=here, destination=j)
+                    length[j] = float(seen["distance"]) if seen and "distance" in seen else posted[here, j]
+                here = min(nearest, key=lambda j: (length[j], j))
+                left.discard(here)
+                seat.call("drive_to", stop=here)
+            rest = []
+            while left:  # no turns left for surveys: nearest neighbour on the map for the rest, in one call
+                here = min(left, key=lambda j: (posted[here, j], j))
+                left.discard(here)
+                rest.append(here)
+            if rest:
+                seat.call("drive_route", stops=rest)
+            seat.call("return_to_depot")
+
+        def survey_all(seat: Seat) -> None:
+            for action in self.listing_order(seat.known):  # every leg and the charge, whatever the turns left
+                seat.call(action)
+            seat.play(self.planned_calls(seat.known, self.believed(seat.known)))
+
+        return {"map_nearest": map_nearest, "nearest_surveyed": nearest_surveyed, "survey_all": survey_all}
 
     def secret_numbers(self, params: RoutingParams) -> list[float]:
         p = params
@@ -554,7 +636,7 @@ class Routing(Mechanism[RoutingParams]):
         return [params.stops, *range(0, params.stops + 2)]
 
     def probe_allowance(self, params: RoutingParams) -> int:
-        return params.stops + 2  # every row of legs (depot included) and the penalty
+        return params.stops * (params.stops + 1) + 1  # every leg (the depot's included) and the penalty
 
 
 register(Routing())

@@ -16,12 +16,18 @@ Parameters (all can be given as data; times are whole minutes after midnight, 0.
 - ``budget``: the most that may be spent on tickets over the day (hidden, non-negative)
 - ``guidebook_ratings``: the posted guidebook rating of each place (a decoy the default policy trusts;
   when omitted from data it equals ``enjoyment``)
-Hidden mode: the day's start and end and the ticket budget are stated as rules (the traveller's own terms);
-each place's enjoyment, its ticket, visit time and hours, and each row of travel minutes come from probes. The
-informed agent probes the travel from the hotel, then each place by decreasing guidebook rating (enjoyment,
-details, travel from it), believes the guidebook for an unprobed enjoyment, the mean of the probed details (open
-all day) for unprobed details and a probed reverse trip or the mean probed trip for unprobed travel, and plays
-the plan it solves for that belief with the bulk ``visit_places`` (which skips a place it cannot visit).
+Hidden mode: the day's start and end and the ticket budget are stated as rules (the traveller's own terms), and so
+is that trips are one-way (they may differ by direction and need not obey the triangle inequality); each place's
+enjoyment, its ticket, visit time and hours, and each row of travel minutes come from probes; the guidebook is one
+posted sheet showing every place's rating (the decoy the default trusts: it visits by decreasing rating in one call).
+A decision (a visit, a list of visits, an undo) shows what was planned and, for a skipped place, why, but no time
+or money: those show in the itinerary, and the points come with the ending's ledger (the places visited, the points
+of each visit and their total, the money spent and the time back at the hotel). The informed agent reads the
+guidebook, probes the travel from the hotel, then each place's enjoyment and details by decreasing rating, then the
+travel from each place in the same order; it believes the guidebook for an unprobed enjoyment, the mean of the
+probed details (open all day) for unprobed details and a probed reverse trip or the mean probed trip for unprobed
+travel, and plays the plan it solves for that belief with the bulk ``visit_places`` (which skips a place it cannot
+visit).
 Dynamics: ``visit`` travels from where the traveller is to an unvisited place, waits for it to open if
 needed, visits and pays; it is refused if the visit would end after closing, the tickets would exceed
 the budget, or the hotel could no longer be reached by ``day_end`` straight from there, so every state
@@ -49,12 +55,17 @@ from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, non_negative, one_entry_each, stickers_default_to_truth
+from mechanisms.players import Knowledge, Policy, Seat
 from mechanisms.registry import register
 from schemas.envspec import Action
 
 MAX_PLACES = 16  # the DP keeps 2^n x n finish times: about a million at 16 places
 DAY_MINUTES = 1440
 DURATIONS = (30, 45, 60, 90, 120, 150, 180)
+# why a visit is refused (or skipped in a list): what the plan ran into, with no hidden figure
+SKIPPED = {"visited": "it has already been visited", "closing": "the visit would end after its closing time",
+           "late": "after the visit the hotel could not be reached by the end of the day",
+           "budget": "its ticket would take the spending over the budget"}
 
 
 def clock_text(minutes: float) -> str:
@@ -166,7 +177,7 @@ Place = Annotated[int, Between(1, "places"), "place number"]  # a place number, 
 
 class TravelPlanning(Mechanism[TravelParams]):
     id = "travel_planning"
-    version = 1
+    version = 2
     group = "external"
     summary = "plan a day of visits from a hotel within opening hours and a ticket budget; subset DP"
     Params = TravelParams
@@ -178,7 +189,7 @@ class TravelPlanning(Mechanism[TravelParams]):
     difficulty_tiers = {
         "easy": Tier(((4, 4), (4, 5), (5, 5)), 1.0),
         "medium": Tier(((5, 6), (6, 6), (6, 7)), 0.7),
-        "hard": Tier(((9, 9), (10, 10), (11, 10)), 1.0),
+        "hard": Tier(((11, 10), (11, 11), (12, 11)), 0.5),
         "frontier": Tier(((13, 12), (14, 12)), 0.4),
     }
     turn_slack = 2  # so that a tier's probe share, not the slack, decides how much of the information fits
@@ -242,27 +253,27 @@ class TravelPlanning(Mechanism[TravelParams]):
                  "states": int(np.isfinite(finish).sum())}
         return Solution(u_star, actions, "DP over (visited set, last place) of the earliest finish time", facts)
 
-    def default_actions(self, params: TravelParams) -> list[Action]:
-        """Greedy by guidebook rating per hour spent (travel, waiting and visit) among feasible places."""
-        p = params
-        order: list[int] = []
-        state = self.initial_state(p)
-        while True:
-            best, best_score = None, -math.inf
-            for j in range(1, p.places + 1):
-                plan = self._plan_visit(p, state, j)
-                if isinstance(plan, str):
-                    continue
-                hours = (plan["finish"] - state["clock"]) / 60
-                score = p.guidebook_ratings[j - 1] / hours if hours > 0 else math.inf
-                if score > best_score:
-                    best, best_score = j, score
-            if best is None:
-                break
-            self.apply(p, state, Action(op="visit", args={"place": best}))
-            order.append(best)
-        return [*([Action(op="visit_places", args={"places": order})] if order else []),
-                Action(op="return_to_hotel")]
+    def default_policy(self, seat: Seat) -> None:
+        """Reads the guidebook and visits the places by decreasing rating in one call (a place that cannot be
+        visited at its turn is skipped), then goes back (never verifies a figure)."""
+        seat.call("read_guidebook")
+        order = self._by_rating(seat.known)
+        if order:
+            seat.call("visit_places", places=order)
+        seat.call("return_to_hotel")
+
+    @staticmethod
+    def _posted_ratings(known: Knowledge) -> dict[int, float]:
+        """The guidebook's rating of every place (each 1.0 when the guidebook was not read)."""
+        sheet = known.latest("read_guidebook")
+        n = known.public["places"]
+        return {j: float(sheet["guidebook ratings"][f"place {j}"]) if sheet else 1.0 for j in range(1, n + 1)}
+
+    @classmethod
+    def _by_rating(cls, known: Knowledge) -> list[int]:
+        """The place numbers, highest guidebook rating first (in number order when the guidebook was not read)."""
+        rating = cls._posted_ratings(known)
+        return sorted(rating, key=lambda j: (-rating[j], j))
 
     # --- dynamics -------------------------------------------------------------------------
     def initial_state(self, params: TravelParams) -> dict[str, Any]:
@@ -275,18 +286,18 @@ class TravelPlanning(Mechanism[TravelParams]):
     def _plan_visit(self, p: TravelParams, state: dict[str, Any], j: int) -> dict[str, Any] | str:
         """The times of visiting place j next, or why it is refused (a string)."""
         if j in state["visited"]:
-            return f"place {j} has already been visited"
+            return SKIPPED["visited"]
         arrive = state["clock"] + p.travel[state["at"]][j]
         opens, closes = p.opening[j - 1]
         start = max(arrive, opens)
         finish = start + p.durations[j - 1]
         if finish > closes:
-            return f"a visit to place {j} starting at {clock_text(start)} would end after its closing time"
+            return SKIPPED["closing"]
         if finish + p.travel[j][0] > p.day_end:
-            return f"after a visit to place {j} the hotel could not be reached by the end of the day"
+            return SKIPPED["late"]
         spent = self._spent(p, state["visited"])
         if spent + p.prices[j - 1] > p.budget + 1e-9 * max(1.0, p.budget):
-            return f"the ticket for place {j} would take the spending over the budget"
+            return SKIPPED["budget"]
         return {"arrive": arrive, "start": start, "finish": finish, "price": p.prices[j - 1]}
 
     def _go(self, p: TravelParams, state: dict[str, Any], j: int, plan: dict[str, Any]) -> None:
@@ -294,8 +305,15 @@ class TravelPlanning(Mechanism[TravelParams]):
         state.update(at=j, clock=plan["finish"], visited=[*state["visited"], j])
 
     def _where(self, p: TravelParams, state: dict[str, Any]) -> dict[str, Any]:
-        return {"visited places": list(state["visited"]), "position": state["at"], "clock": clock_text(state["clock"]),
-                "clock minute": state["clock"], "spent": self._spent(p, state["visited"])}
+        """Where the plan stands, with the time of day and the money spent (an info call's and a clock step's)."""
+        return {**self._planned(state), "clock": clock_text(state["clock"]), "clock minute": state["clock"],
+                "spent": self._spent(p, state["visited"])}
+
+    @staticmethod
+    def _planned(state: dict[str, Any]) -> dict[str, Any]:
+        """What a decision shows: the places planned and where the traveller is, no time or money (those come
+        with the itinerary, a wait or the end of the day)."""
+        return {"visited places": list(state["visited"]), "position": state["at"]}
 
     def _still_open(self, state: State) -> None:
         if self.finished(state):
@@ -333,9 +351,9 @@ class TravelPlanning(Mechanism[TravelParams]):
                 "day start minute": p.day_start, "day end minute": p.day_end, "budget": p.budget}
 
     @info(decoy=True, estimates="enjoyment")
-    def read_guidebook(self, p: TravelParams, state: State, place: Place) -> Observation:
-        """the posted guidebook rating of one place"""
-        return {"place": place, "guidebook rating": p.guidebook_ratings[place - 1]}
+    def read_guidebook(self, p: TravelParams, state: State) -> Observation:
+        """the posted guidebook rating of every place: outside estimates of the enjoyment, not the true values"""
+        return {"guidebook ratings": {f"place {j + 1}": p.guidebook_ratings[j] for j in range(p.places)}}
 
     @info
     def list_places(self, p: TravelParams, state: State) -> Observation:
@@ -353,10 +371,9 @@ class TravelPlanning(Mechanism[TravelParams]):
         self._still_open(state)
         plan = self._plan_visit(p, state, place)
         if isinstance(plan, str):
-            raise ActionError(plan)
+            raise ActionError(f"place {place} cannot be visited next: {plan}")
         self._go(p, state, place, plan)
-        return {"place": place, "arrived": clock_text(plan["arrive"]), "started": clock_text(plan["start"]),
-                "left": clock_text(plan["finish"]), "paid": plan["price"], **self._where(p, state)}
+        return {"place": place, **self._planned(state)}
 
     @decision
     def visit_places(self, p: TravelParams, state: State,
@@ -368,18 +385,19 @@ class TravelPlanning(Mechanism[TravelParams]):
         """
         self._still_open(state)
         trial = {**state, "visited": list(state["visited"]), "steps": list(state["steps"])}
-        skipped = []
+        skipped: dict[int, str] = {}
         for j in places:
             plan = self._plan_visit(p, trial, j)
             if isinstance(plan, str):
-                skipped.append(j)
+                skipped[j] = plan
             else:
                 self._go(p, trial, j, plan)
         if len(skipped) == len(places):
-            why = self._plan_visit(p, state, places[0])
-            raise ActionError(f"none of the listed places can be visited next: {why}")
+            raise ActionError(f"none of the listed places can be visited next: place {places[0]}: "
+                              f"{skipped[places[0]]}")
         state.update(trial)
-        return {**self._where(p, state), "skipped": skipped}
+        return {**self._planned(state), "skipped": list(skipped),
+                "why skipped": {f"place {j}": why for j, why in skipped.items()}}
 
     @decision
     def undo_last_step(self, p: TravelParams, state: State) -> Observation:
@@ -391,7 +409,7 @@ class TravelPlanning(Mechanism[TravelParams]):
         if step["visit"]:
             state["visited"] = [k for k in state["visited"] if k != step["visit"]]
         state.update(at=step["at"], clock=step["clock"])
-        return self._where(p, state)
+        return self._planned(state)
 
     @clock
     def wait(self, p: TravelParams, state: State, minutes: Annotated[int, Between(1, DAY_MINUTES)]) -> Observation:
@@ -418,11 +436,20 @@ class TravelPlanning(Mechanism[TravelParams]):
         return self._end_day(p, state)
 
     def _end_day(self, p: TravelParams, state: State) -> Observation:
+        """End the day (the points, the money and the time back come with the ending's ledger)."""
         self._still_open(state)
-        back = state["clock"] + p.travel[state["at"]][0]
         state["finished"] = True
-        return {"visited places": list(state["visited"]), "back at": clock_text(back),
-                "spent": self._spent(p, state["visited"]), "total points": self.utility(p, state), "finished": True}
+        return {"visited places": list(state["visited"]), "finished": True}
+
+    def ledger(self, params: TravelParams, state: dict[str, Any]) -> dict[str, Any]:
+        """The places visited, the points of each visit and their total (the result), the money spent and when the
+        traveller is back at the hotel (going straight back from where the day stands)."""
+        p = params
+        back = state["clock"] + p.travel[state["at"]][0]
+        return {"visited places": list(state["visited"]),
+                "points of each visit": {f"place {j}": p.enjoyment[j - 1] for j in state["visited"]},
+                "total points": self.utility(p, state), "spent": self._spent(p, state["visited"]),
+                "back at": clock_text(back)}
 
     def utility(self, params: TravelParams, state: dict[str, Any]) -> float:
         return float(sum(params.enjoyment[j - 1] for j in state["visited"]))
@@ -448,8 +475,11 @@ class TravelPlanning(Mechanism[TravelParams]):
             probed("details", "probe_place_details", f"Each {v['site']}'s ticket in {v['currency']}, visit length "
                    f"and opening hours: {details}.",
                    [*p.prices, *p.durations, *(t for hours in p.opening for t in hours)]),
+            rule("trips", "Trips are one-way: the trip from one place to another may take more or fewer minutes "
+                 "than the trip back, and a direct trip may take longer than going by way of another "
+                 f"{v['site']}; the {v['role']} always travels directly."),
             probed("travel", "probe_travel_from", "Travel minutes (row = from, position in the row = to, 0 = "
-                   f"{v['place']}; trips may differ by direction): {travel}.",
+                   f"{v['place']}): {travel}.",
                    [x for i, row in enumerate(p.travel) for j, x in enumerate(row) if i != j]),
             probed("ratings", "read_guidebook", f"The {v['sticker']} rates the {v['sites']} (an outside estimate "
                    f"of the points, not the points): {ratings}.", p.guidebook_ratings),
@@ -457,7 +487,8 @@ class TravelPlanning(Mechanism[TravelParams]):
                  f"{v['site']} opens if that is later (arriving early means waiting), and must end by its closing "
                  f"time; it is refused if it would end later, take the tickets over the budget, or leave too "
                  f"little time to get back to {v['place']} by the end of the day. Several {v['sites']} can be "
-                 "visited in one call, in order; one that cannot be visited is then skipped."),
+                 "visited in one call, in order; one that cannot be visited is then skipped, and the reply says "
+                 "why. A visit's times and ticket show in the itinerary, and the points when the day ends."),
             rule(OBJECTIVE, f"Your result is the total points of the {v['sites']} visited; the time and the money "
                  "left over count for nothing."),
             rule(END, f"Going back to {v['place']} ends the day, and so does stopping at once; either way the "
@@ -466,59 +497,96 @@ class TravelPlanning(Mechanism[TravelParams]):
                  "as if the day ended then."),
         ]
 
-    def probe_order(self, params: TravelParams) -> list[Action]:
-        """Travel from the hotel first, then per place by decreasing guidebook rating: its points, its details,
-        the travel from it."""
+    # --- players --------------------------------------------------------------------------
+    def public_view(self, params: TravelParams) -> dict[str, Any]:
+        """The count of places and the traveller's own terms (stated as a rule in every mode)."""
         p = params
-        ranked = sorted(range(1, p.places + 1), key=lambda j: (-p.guidebook_ratings[j - 1], j))
+        return {"places": p.places, "day start minute": p.day_start, "day end minute": p.day_end, "budget": p.budget}
+
+    def probe_order(self, known: Knowledge) -> list[Action]:
+        """The travel from the hotel first; then per place by decreasing guidebook rating, its points and its
+        details (what decides whether a visit fits and is worth it); then the travel from each place, in the same
+        order (an unverified trip is guessed well enough from its reverse trip or the mean)."""
+        ranked = self._by_rating(known)
         calls = [Action(op="probe_travel_from", args={"origin": 0})]
         for j in ranked:
             calls += [Action(op="probe_enjoyment", args={"place": j}),
-                      Action(op="probe_place_details", args={"place": j}),
-                      Action(op="probe_travel_from", args={"origin": j})]
-        return calls
+                      Action(op="probe_place_details", args={"place": j})]
+        return [*calls, *(Action(op="probe_travel_from", args={"origin": j}) for j in ranked)]
 
-    def believed(self, params: TravelParams, probed: list[Action]) -> TravelParams:
-        """Probed values are true; an unprobed enjoyment is its guidebook rating; unprobed details are the mean of
-        the probed ones (a ticket of twice the budget over the places, a 90-minute visit when none is probed) and
-        open all day; an unprobed trip is its probed reverse trip, else the mean probed trip (30 minutes when none
-        is probed)."""
-        p = params
-        n = p.places
-        valued = {a.args["place"] for a in probed if a.op == "probe_enjoyment"}
-        detailed = {a.args["place"] for a in probed if a.op == "probe_place_details"}
-        rows = {a.args["origin"] for a in probed if a.op == "probe_travel_from"}
-        enjoyment = [p.enjoyment[j - 1] if j in valued else p.guidebook_ratings[j - 1] for j in range(1, n + 1)]
-        prices = [p.prices[j - 1] for j in detailed]
-        durations = [p.durations[j - 1] for j in detailed]
-        price = round(sum(prices) / len(prices), 6) if prices else round(2 * p.budget / n, 6)
+    def believed(self, known: Knowledge) -> TravelParams:
+        """Verified figures are true; an unverified enjoyment is its guidebook rating (1 when the guidebook was not
+        read); unverified details are the mean of the verified ones (a ticket of twice the budget over the places,
+        a 90-minute visit when none is verified) and open all day; an unverified trip is its verified reverse trip,
+        else the mean verified trip (30 minutes when none is verified)."""
+        v = known.public
+        n, day_start, day_end, budget = v["places"], v["day start minute"], v["day end minute"], v["budget"]
+        rating = self._posted_ratings(known)
+        enjoyment = [rating[j] for j in range(1, n + 1)]
+        for _, seen in known.observations("probe_enjoyment"):
+            enjoyment[seen["place"] - 1] = float(seen["enjoyment"])
+        details = {seen["place"]: seen for _, seen in known.observations("probe_place_details")}
+        prices = [float(d["ticket price"]) for d in details.values()]
+        durations = [int(d["visit minutes"]) for d in details.values()]
+        price = round(sum(prices) / len(prices), 6) if prices else round(2 * budget / n, 6)
         duration = round(sum(durations) / len(durations)) if durations else 90
-        trips = [p.travel[i][j] for i in rows for j in range(n + 1) if j != i]
+        rows = {int(seen["origin"]): {int(j): int(x) for j, x in seen["travel minutes"].items()}
+                for _, seen in known.observations("probe_travel_from")}
+        trips = [x for row in rows.values() for x in row.values()]
         trip = round(sum(trips) / len(trips)) if trips else 30
-        travel = [[p.travel[i][j] if i in rows else p.travel[j][i] if j in rows else (0 if i == j else trip)
+        travel = [[0 if i == j else rows[i][j] if i in rows else rows[j][i] if j in rows else trip
                    for j in range(n + 1)] for i in range(n + 1)]
         return TravelParams(
             enjoyment=enjoyment,
-            prices=[p.prices[j - 1] if j in detailed else price for j in range(1, n + 1)],
-            durations=[p.durations[j - 1] if j in detailed else duration for j in range(1, n + 1)],
-            opening=[list(p.opening[j - 1]) if j in detailed else [p.day_start, p.day_end] for j in range(1, n + 1)],
-            travel=travel, day_start=p.day_start, day_end=p.day_end, budget=p.budget,
-            guidebook_ratings=list(p.guidebook_ratings))
+            prices=[float(details[j]["ticket price"]) if j in details else price for j in range(1, n + 1)],
+            durations=[int(details[j]["visit minutes"]) if j in details else duration for j in range(1, n + 1)],
+            opening=[[int(details[j]["opens minute"]), int(details[j]["closes minute"])] if j in details
+                     else [day_start, day_end] for j in range(1, n + 1)],
+            travel=travel, day_start=day_start, day_end=day_end, budget=budget,
+            guidebook_ratings=[rating[j] for j in range(1, n + 1)])
 
-    def heuristic_actions(self, params: TravelParams) -> dict[str, list[Action]]:
-        """top_rated: visit the places by decreasing guidebook rating in one call (those that do not fit are
-        skipped), then go back. assessed_first: probe every place's points, then visit by decreasing points in one
-        call, then go back."""
-        p = params
-        n = p.places
-        home = Action(op="return_to_hotel")
-        by_rating = sorted(range(1, n + 1), key=lambda j: (-p.guidebook_ratings[j - 1], j))
-        by_points = sorted(range(1, n + 1), key=lambda j: (-p.enjoyment[j - 1], j))
-        return {
-            "top_rated": [Action(op="visit_places", args={"places": by_rating}), home],
-            "assessed_first": [*(Action(op="probe_enjoyment", args={"place": j}) for j in range(1, n + 1)),
-                               Action(op="visit_places", args={"places": by_points}), home],
-        }
+    def heuristic_policies(self) -> dict[str, Policy]:
+        """assessed_first: verify every place's points, then visit by decreasing points in one call (those that do
+        not fit are skipped), then go back. rated_per_hour: read the guidebook, check every place's ticket, visit
+        length and hours, then visit greedily by rating per hour of the visit and the believed trip to it, then go
+        back."""
+
+        def assessed_first(seat: Seat) -> None:
+            n = seat.known.public["places"]
+            points = {}
+            for j in range(1, n + 1):
+                seen = seat.call("probe_enjoyment", place=j)
+                points[j] = float(seen["enjoyment"]) if seen and "enjoyment" in seen else 0.0
+            seat.call("visit_places", places=sorted(points, key=lambda j: (-points[j], j)))
+            seat.call("return_to_hotel")
+
+        def rated_per_hour(seat: Seat) -> None:
+            n = seat.known.public["places"]
+            seat.call("read_guidebook")
+            for j in range(1, n + 1):
+                seat.call("probe_place_details", place=j)
+            belief = self.believed(seat.known)
+            order: list[int] = []
+            state = self.initial_state(belief)
+            while True:
+                best, best_rate = None, -math.inf
+                for j in range(1, n + 1):
+                    plan = self._plan_visit(belief, state, j)
+                    if isinstance(plan, str):
+                        continue
+                    hours = (plan["finish"] - state["clock"]) / 60
+                    rate = belief.enjoyment[j - 1] / hours if hours > 0 else math.inf
+                    if rate > best_rate:
+                        best, best_rate = j, rate
+                if best is None:
+                    break
+                self._go(belief, state, best, self._plan_visit(belief, state, best))
+                order.append(best)
+            if order:
+                seat.call("visit_places", places=order)
+            seat.call("return_to_hotel")
+
+        return {"assessed_first": assessed_first, "rated_per_hour": rated_per_hour}
 
     def secret_numbers(self, params: TravelParams) -> list[float]:
         p = params

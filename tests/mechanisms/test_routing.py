@@ -12,11 +12,15 @@ import numpy as np
 import pytest
 
 import mechanisms
-from envs.difficulty import informed_actions
+from envs.agents import tool_call
+from envs.checks import sample_spec
+from envs.environment import ENDING_KEY, Environment
+from mechanisms import players
 from mechanisms.base import ActionError
+from mechanisms.players import Seat
 from mechanisms.routing import (
     HELD_KARP_STOPS,
-    TOUR_CLOSURES,
+    NN_CLOSURES,
     RoutingParams,
     _held_karp,
     _milp_route,
@@ -80,11 +84,13 @@ def test_contract_shape():
         for arg in op.args.values():
             assert arg.type in ("integer", "array") and arg.minimum in (0, 1) and arg.maximum == p.stops
     assert [op.name for op in ops if any(a.type == "array" for a in op.args.values())] == ["drive_route"]
-    assert M.group == "trained" and M.version == 1
+    assert M.group == "trained" and M.version == 2
     assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
                for s, h in M.grid())
     assert 3 <= len(M.grid()) <= 6
-    assert M.probe_allowance(p) == p.stops + 2
+    assert M.probe_allowance(p) == p.stops * (p.stops + 1) + 1 == len(M.listing_order(M.knowledge(p)))
+    decoys = [op for op in ops if op.decoy]
+    assert [op.name for op in decoys] == ["read_posted_map"] and not decoys[0].args  # one sheet, every leg
     json.dumps(M.initial_state(p))
     json.dumps(M.solve(p).facts)
 
@@ -146,17 +152,17 @@ def test_replay_of_optimal_actions_gives_u_star(knobs):
         assert solution.optimal_actions[-1].op == "return_to_depot"
 
 
-def test_the_sampler_understates_exactly_horizon_legs_of_the_posted_route():
+def test_the_sampler_understates_exactly_horizon_legs_of_the_posted_tour():
     for size, horizon in [(4, 1), (4, 8), (8, 3), (10, 5), (10, 6), (16, 12)]:
         for i in range(5):
             p = _sample(400 + i, size, horizon)
             true, posted = np.asarray(p.distances), np.asarray(p.posted_distances)
-            order = _nearest_neighbour(posted)
-            legs = list(zip([0, *order], [*order, 0], strict=True))
-            if horizon >= TOUR_CLOSURES:  # the map's shortest tour may run into closures too
-                tour = posted_tour(posted)
+            tour = posted_tour(posted)
+            legs = list(zip([0, *tour], [*tour, 0], strict=True))
+            if horizon >= NN_CLOSURES:  # the map's nearest-neighbour route may run into closures too
+                order = _nearest_neighbour(posted)
                 seen = {frozenset(leg) for leg in legs}
-                legs += [leg for leg in zip([0, *tour], [*tour, 0], strict=True) if frozenset(leg) not in seen]
+                legs += [leg for leg in zip([0, *order], [*order, 0], strict=True) if frozenset(leg) not in seen]
             bad = sum(true[a, b] >= 2 * posted[a, b] for a, b in legs)
             assert bad == min(horizon, len(legs))
             off = [(a, b) for a in range(size + 1) for b in range(size + 1)
@@ -164,18 +170,15 @@ def test_the_sampler_understates_exactly_horizon_legs_of_the_posted_route():
             assert all(true[a, b] < 2 * posted[a, b] for a, b in off)
 
 
-def test_default_is_nearest_neighbour_on_the_posted_map():
+def test_default_reads_the_map_and_drives_its_shortest_tour():
     p = _sample(3)
     actions = M.default_actions(p)
-    assert [a.op for a in actions] == ["drive_route", "return_to_depot"]
-    drives = actions[0].args["stops"]
+    assert [a.op for a in actions] == ["read_posted_map", "drive_route", "return_to_depot"]
+    drives = actions[1].args["stops"]
     assert sorted(drives) == list(range(1, p.stops + 1))
     posted = np.asarray(p.posted_distances)
-    here, left = 0, set(range(1, p.stops + 1))
-    for s in drives:
-        assert posted[here, s] == min(posted[here, k] for k in left)
-        here = s
-        left.discard(s)
+    assert _tour_cost(posted, 0, drives) == pytest.approx(-_brute_force(
+        M.params_from_data({"distances": p.posted_distances, "unvisited_penalty": 1e9})), abs=1e-9)
     assert not any(M.operation(p, a.op).kind == "probe" for a in actions)
 
 
@@ -196,10 +199,11 @@ def test_utility_is_as_if_the_vehicle_went_home_now():
     assert M.utility(p, _drive(p, [1])) == -(2 + 3 + 20)
     assert M.utility(p, _drive(p, [1, 2])) == -(2 + 4 + 7)
     state = _drive(p, [2])
+    assert M.ledger(p, state) == {"route": [0, 2, 0], "distance driven": 9, "return leg": 7, "distance total": 16,
+                                  "unvisited stops": 1, "charges": 20, "total cost": 9 + 7 + 20}
     reply = M.apply(p, state, Action(op="finish"))
-    assert reply["return leg"] == 7 and reply["unvisited stops"] == 1 and M.finished(state)
-    assert reply["total cost"] == 9 + 7 + 20
-    assert M.utility(p, state) == -(9 + 7 + 20)
+    assert reply == {"route": [0, 2, 0], "finished": True} and M.finished(state)  # the ledger comes with the ending
+    assert M.utility(p, state) == -(9 + 7 + 20) == -M.ledger(p, state)["total cost"]
 
 
 def test_undo_and_clear_edit_the_route():
@@ -217,10 +221,9 @@ def test_probes_and_the_posted_map_report_the_right_numbers():
     state = M.initial_state(p)
     assert M.apply(p, state, Action(op="probe_leg", args={"origin": 2, "destination": 5}))["distance"] \
         == p.distances[2][5]
-    row = M.apply(p, state, Action(op="probe_legs_from", args={"origin": 0}))["distances"]
-    assert row == {str(j): p.distances[0][j] for j in range(1, p.stops + 1)}
-    posted = M.apply(p, state, Action(op="read_posted_legs_from", args={"origin": 4}))["posted distances"]
-    assert posted["0"] == p.posted_distances[4][0] and "4" not in posted
+    posted = M.apply(p, state, Action(op="read_posted_map"))["posted distances"]
+    assert posted == {str(i): {str(j): p.posted_distances[i][j] for j in range(p.stops + 1) if j != i}
+                      for i in range(p.stops + 1)}
     assert M.apply(p, state, Action(op="probe_penalty"))["penalty"] == p.unvisited_penalty
     assert M.apply(p, state, Action(op="list_stops"))["stops"] == list(range(1, p.stops + 1))
     assert state == M.initial_state(p)
@@ -234,8 +237,9 @@ def test_invalid_actions_raise_and_leave_the_state_unchanged():
            Action(op="drive_to", args={"stop": 1.5}), Action(op="drive_to", args={"stop": True}),
            Action(op="drive_to", args={"stop": float("nan")}), Action(op="drive_to", args={"stop": 2}),
            Action(op="probe_leg", args={"origin": 0}), Action(op="probe_leg", args={"origin": -1, "destination": 1}),
-           Action(op="read_posted_leg", args={"origin": 1, "destination": n + 1}),
-           Action(op="probe_legs_from", args={"origin": float("inf")})]
+           Action(op="probe_leg", args={"origin": 1, "destination": n + 1}),
+           Action(op="probe_leg", args={"origin": 3, "destination": 3}),
+           Action(op="probe_leg", args={"origin": float("inf"), "destination": 1})]
     for state in (M.initial_state(p), _drive(p, [2, 5])):
         for action in bad:
             if action.args == {"stop": 2} and not state["route"]:
@@ -270,11 +274,12 @@ def test_params_from_data_rejects_bad_data(data, message):
         M.params_from_data(data)
 
 
-def test_posted_map_defaults_to_the_true_distances_and_then_the_default_is_plain_nearest_neighbour():
+def test_posted_map_defaults_to_the_true_distances_and_then_the_default_is_optimal():
     d = [[0, 1, 5, 9], [1, 0, 2, 5], [5, 2, 0, 1], [9, 5, 1, 0]]
     p = M.params_from_data({"distances": d, "unvisited_penalty": 50})
     assert p.posted_distances == p.distances
-    assert M.default_actions(p)[0].args["stops"] == [1, 2, 3]
+    assert M.default_actions(p)[1].args["stops"] == [2, 3, 1] == M.solve(p).facts["route"]  # 5 + 1 + 5 + 1
+    assert M.outcome(p).u0 == M.solve(p).u_star == -12
 
 
 def test_describe_states_the_whole_instance():
@@ -286,8 +291,12 @@ def test_describe_states_the_whole_instance():
         assert f"from {i}: {' '.join(f'{x:g}' for x in p.posted_distances[i])}" in text
     facts = {f.key: f for f in M.facts(p, VOCAB)}
     assert {"objective", "end", "budget_end"} <= facts.keys()
-    assert facts["legs"].probe == "probe_legs_from" and facts["penalty"].probe == "probe_penalty"
+    assert facts["legs_surveyed"].probe == "probe_leg" and facts["penalty"].probe == "probe_penalty"
+    assert facts["posted"].probe == "read_posted_map"
     assert all(f.numbers == () or f.key == "structure" for f in facts.values() if f.is_rule)
+    # the structure an agent could be misled by is a rule, stated in every mode
+    assert facts["legs"].is_rule and "one-way" in facts["legs"].statement
+    assert "triangle inequality" in facts["legs"].statement
     assert "sticker" in text
     assert set(M.secret_numbers(p)) >= {p.unvisited_penalty, p.distances[0][1]}
     assert set(M.public_numbers(p)) >= set(range(p.stops + 1))
@@ -355,7 +364,8 @@ def test_drive_route_drives_a_whole_list_and_refuses_a_visited_stop_as_a_whole()
     p = M.params_from_data({"distances": [[0, 2, 9], [3, 0, 4], [7, 5, 0]], "unvisited_penalty": 20})
     state = M.initial_state(p)
     reply = M.apply(p, state, Action(op="drive_route", args={"stops": [1, 2]}))
-    assert reply["position"] == 2 and reply["distance driven"] == 6 and reply["stops left"] == []
+    assert reply == {"route": [0, 1, 2], "position": 2, "stops left": []}  # no length before the round ends
+    assert M.ledger(p, state)["distance driven"] == 6
     state = _drive(p, [2])
     before = copy.deepcopy(state)
     for bad in ([1, 2], [1, 1], [], [3], "1", [0]):
@@ -367,41 +377,91 @@ def test_drive_route_drives_a_whole_list_and_refuses_a_visited_stop_as_a_whole()
         M.apply(p, state, Action(op="drive_route", args={"stops": [1]}))
 
 
-@pytest.mark.parametrize("knobs", [(5, 1), (8, 3), (12, 6), (15, 8)])
+@pytest.mark.parametrize("knobs", [(5, 1), (8, 3), (12, 6)])
 def test_the_informed_agent_reaches_u_star_when_every_probe_fits(knobs):
     for i in range(3):
         p = _sample(700 + i, *knobs)
         outcome = M.outcome(p)
         budget = turn_budget(M, p, outcome, 1.0)
-        actions = informed_actions(M, p, budget)
-        assert len(actions) <= budget
-        u, turns, errors = M.play(p, actions, budget)
-        assert errors == 0 and u == pytest.approx(outcome.solution.u_star, abs=1e-9)
+        seat = Seat(M, p, budget)
+        players.informed(M)(seat)
+        assert seat.turns <= budget and seat.errors == 0
+        assert seat._utility() == pytest.approx(outcome.solution.u_star, abs=1e-9)
+
+
+def _known(p: RoutingParams, actions: list[Action]) -> players.Knowledge:
+    seat = Seat(M, p)
+    seat.play(actions)
+    return seat.known
 
 
 def test_belief_with_every_probe_is_the_truth_and_without_probes_uses_no_hidden_value():
     p = _sample(8, 9, 4)
-    everything = M.believed(p, M.probe_order(p))
+    sheet = [Action(op="read_posted_map")]
+    everything = M.believed(_known(p, [*sheet, *M.probe_order(_known(p, sheet))]))
     assert everything.distances == p.distances and everything.unvisited_penalty == p.unvisited_penalty
     assert M.solve(everything).u_star == M.solve(p).u_star
     changed = M.params_from_data({**p.model_dump(), "distances": (np.asarray(p.distances) * 2).tolist(),
                                   "unvisited_penalty": p.unvisited_penalty + 100})
-    assert M.believed(p, []) == M.believed(changed, [])
-    # a surveyed row is believed exactly, and its reverse legs come from it
-    row = M.believed(p, [Action(op="probe_legs_from", args={"origin": 3})])
-    assert row.distances[3] == p.distances[3]
-    assert [row.distances[j][3] for j in range(p.stops + 1)] == p.distances[3]
-    assert [a.op for a in M.probe_order(p)].count("probe_legs_from") == p.stops + 1
+    assert M.believed(_known(p, sheet)) == M.believed(_known(changed, sheet))
+    assert M.believed(_known(p, sheet)).distances == p.posted_distances  # nothing surveyed: the map as it is
+    # a surveyed leg is believed exactly, and its reverse leg comes from it
+    leg = M.believed(_known(p, [*sheet, Action(op="probe_leg", args={"origin": 3, "destination": 5})]))
+    assert leg.distances[3][5] == leg.distances[5][3] == p.distances[3][5]
+
+
+def test_a_plan_s_badly_understated_legs_do_not_inflate_the_belief_in_the_other_legs():
+    p = M.params_from_data({"distances": [[0, 40, 10, 10], [40, 0, 10, 10], [11, 11, 0, 10], [11, 11, 10, 0]],
+                            "posted_distances": [[0, 10, 10, 10], [10, 0, 10, 10], [10, 10, 0, 10],
+                                                 [10, 10, 10, 0]], "unvisited_penalty": 100})
+    known = _known(p, [Action(op="read_posted_map"), *(Action(op="probe_leg", args={"origin": i, "destination": j})
+                                                       for i, j in [(0, 1), (1, 0), (2, 0)])])
+    belief = M.believed(known)
+    assert belief.distances[0][1] == 40 and belief.distances[2][0] == 11
+    assert belief.distances[2][3] == pytest.approx(10 * 1.1)  # the typical ratio, not the closures' 4
+
+
+def test_the_informed_order_surveys_the_map_s_tour_first_and_every_leg_once():
+    p = _sample(9, 10, 6)
+    known = _known(p, [Action(op="read_posted_map")])
+    order = M.probe_order(known)
+    tour = [0, *posted_tour(np.asarray(p.posted_distances)), 0]
+    legs = list(zip(tour[:-1], tour[1:], strict=True))
+    assert [(a.args["origin"], a.args["destination"]) for a in order[:len(legs)]] == legs
+    assert sorted(map(str, order)) == sorted(map(str, M.listing_order(known)))
 
 
 def test_heuristics_play_within_the_idle_and_optimal_utilities():
     for i in range(6):
         p = _sample(800 + i, [5, 8, 12][i % 3], 3)
         outcome = M.outcome(p)
-        budget = turn_budget(M, p, outcome, 1.0)
-        heuristics = M.heuristic_actions(p)
-        assert set(heuristics) == {"posted_tour", "nearest_surveyed"}
-        for name, actions in heuristics.items():
-            u, turns, errors = M.play(p, actions, budget)
-            assert errors == 0 and turns <= budget
-            assert outcome.u_idle - 1e-9 <= u <= outcome.solution.u_star + 1e-9, name
+        for share in (1.0, 0.1):
+            budget = turn_budget(M, p, outcome, share)
+            heuristics = M.heuristic_policies()
+            assert set(heuristics) == {"map_nearest", "nearest_surveyed", "survey_all"}
+            for name, policy in heuristics.items():
+                seat = Seat(M, p, budget)
+                policy(seat)
+                assert seat.errors == 0 and seat.turns <= budget, name
+                assert outcome.u_idle - 1e-9 <= seat._utility() <= outcome.solution.u_star + 1e-9, name
+
+
+def test_decisions_show_no_length_and_every_ending_states_the_route_length_with_the_way_back():
+    spec = sample_spec("routing", 2)
+    p = M.params_from_data(spec.params)
+    names = spec.rendering.observation_names
+    env = Environment(spec, "hidden")
+    drive = next(a for a in spec.reference.optimal_actions if a.op == "drive_route")
+    reply = env.step(*tool_call(env, drive))
+    assert set(reply) == {names["route"], names["position"], names["stops left"]}
+    assert not env.done
+    while not env.done:  # the turns run out on a look at the route
+        last = env.step(env.tool_for("view_route").name, {})
+    outcome = last[ENDING_KEY]
+    assert outcome["episode over"] == "the turns ran out"
+    route = [0, *drive.args["stops"], 0]
+    assert outcome[names["route"]] == route
+    assert outcome[names["return leg"]] == p.distances[route[-2]][0]
+    legs = zip(route[:-1], route[1:], strict=True)
+    assert outcome[names["distance total"]] == sum(p.distances[a][b] for a, b in legs)
+    assert -outcome[names["total cost"]] == spec.reference.u_star == env.utility()

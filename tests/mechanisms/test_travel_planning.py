@@ -10,8 +10,12 @@ import numpy as np
 import pytest
 
 import mechanisms
-from envs.difficulty import informed_actions
+from envs.agents import tool_call
+from envs.checks import sample_spec
+from envs.environment import ENDING_KEY, Environment
+from mechanisms import players
 from mechanisms.base import ActionError
+from mechanisms.players import Seat, run_policy
 from mechanisms.travel_planning import DAY_MINUTES, TravelParams, clock_text
 from schemas.envspec import Action
 from setter.corpus import VOCAB_KEYS
@@ -91,16 +95,17 @@ def test_contract_shape():
     assert len(ops) >= 10 and {op.kind for op in ops} == {"probe", "info", "decision", "clock"}
     assert len({op.name for op in ops}) == len(ops)
     assert "finish" in {op.name for op in ops} and [op.name for op in ops if op.decoy] == ["read_guidebook"]
+    assert not M.operation(p, "read_guidebook").args  # the posted guidebook: one call shows every rating
     assert [op.name for op in ops if any(a.type == "array" for a in op.args.values())] == ["visit_places"]
     for op in ops:
         for arg in op.args.values():
             assert arg.type in ("integer", "array") and arg.minimum in (0, 1)
             assert arg.maximum == (DAY_MINUTES if op.name == "wait" else p.places)
-    assert M.group == "external" and M.version == 1
+    assert M.group == "external" and M.version == 2
     assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
                for s, h in M.grid())
     assert 3 <= len(M.grid()) <= 6
-    assert M.probe_allowance(p) == 3 * p.places + 1 == len(M.probe_order(p))
+    assert M.probe_allowance(p) == 3 * p.places + 1 == len(M.probe_order(M.knowledge(p)))
     json.dumps(M.initial_state(p))
     json.dumps(M.solve(p).facts)
 
@@ -143,8 +148,9 @@ def test_waiting_for_a_late_opening_and_the_order_of_closing_times():
     assert solution.u_star == 60 and solution.facts["visited"] == [2, 3, 1]
     state = M.initial_state(p)
     reply = M.apply(p, state, Action(op="visit", args={"place": 1}))
-    assert reply["arrived"] == "09:10" and reply["started"] == "13:00" and reply["left"] == "14:00"
-    assert state["clock"] == 840
+    assert reply == {"place": 1, "visited places": [1], "position": 1}  # a decision shows no time or money
+    assert state["clock"] == 840  # arrived 09:10, waited for 13:00, left at 14:00
+    assert M.apply(p, state, Action(op="view_itinerary"))["clock"] == "14:00"
 
 
 def test_the_budget_limits_the_set():
@@ -179,7 +185,8 @@ def test_nothing_feasible_means_staying_at_the_hotel():
     p = _day(day_end=560)
     solution = M.solve(p)
     assert solution.u_star == 0.0 and solution.optimal_actions == [Action(op="return_to_hotel")]
-    assert M.default_actions(p) == [Action(op="return_to_hotel")]
+    calls, u = run_policy(M, p, M.default_policy)  # the default's list is refused as a whole: nothing fits
+    assert [a.op for a in calls] == ["read_guidebook", "visit_places", "return_to_hotel"] and u == 0.0
 
 
 @pytest.mark.parametrize("knobs", M.difficulty_grid + [(4, 4), (4, 14), (13, 4)])
@@ -192,23 +199,15 @@ def test_replay_of_optimal_actions_gives_u_star(knobs):
         assert p.day_end - p.day_start == 60 * knobs[1]
 
 
-def test_default_is_greedy_by_guidebook_rating_per_hour():
+def test_default_reads_the_guidebook_and_visits_by_rating_in_one_call():
     p = _sample(3)
     actions = M.default_actions(p)
-    assert [a.op for a in actions] == ["visit_places", "return_to_hotel"]
+    assert [a.op for a in actions] == ["read_guidebook", "visit_places", "return_to_hotel"]
+    by_rating = sorted(range(1, p.places + 1), key=lambda j: (-p.guidebook_ratings[j - 1], j))
+    assert actions[1].args["places"] == by_rating
     state = M.initial_state(p)
-    for action in [Action(op="visit", args={"place": j}) for j in actions[0].args["places"]]:
-        rates = {}
-        for j in range(1, p.places + 1):
-            trial = copy.deepcopy(state)
-            try:
-                M.apply(p, trial, Action(op="visit", args={"place": j}))
-            except ActionError:
-                continue
-            rates[j] = p.guidebook_ratings[j - 1] / ((trial["clock"] - state["clock"]) / 60)
-        assert rates[action.args["place"]] == max(rates.values())
-        M.apply(p, state, action)
-    for j in range(1, p.places + 1):  # the default stops only when nothing more fits
+    M.apply(p, state, actions[1])
+    for j in range(1, p.places + 1):  # the list leaves out only what cannot be visited at its turn
         with pytest.raises(ActionError):
             M.apply(p, copy.deepcopy(state), Action(op="visit", args={"place": j}))
 
@@ -254,8 +253,8 @@ def test_probes_report_the_right_numbers_and_change_nothing():
     assert row == {str(j): p.travel[0][j] for j in range(1, p.places + 1)}
     terms = M.apply(p, state, Action(op="probe_day_terms"))
     assert terms["day start minute"] == p.day_start and terms["budget"] == p.budget
-    assert M.apply(p, state, Action(op="read_guidebook", args={"place": 1}))["guidebook rating"] \
-        == p.guidebook_ratings[0]
+    sheet = M.apply(p, state, Action(op="read_guidebook"))["guidebook ratings"]
+    assert sheet == {f"place {j}": p.guidebook_ratings[j - 1] for j in range(1, p.places + 1)}
     assert M.apply(p, state, Action(op="list_places"))["places"] == list(range(1, p.places + 1))
     assert M.apply(p, state, Action(op="view_itinerary"))["clock"] == clock_text(p.day_start)
     assert state == M.initial_state(p)
@@ -268,7 +267,7 @@ def test_invalid_actions_raise_and_leave_the_state_unchanged():
            Action(op="visit", args={"place": 1.5}), Action(op="visit", args={"place": True}),
            Action(op="visit", args={"place": float("nan")}), Action(op="wait", args={"minutes": 0}),
            Action(op="wait", args={"minutes": DAY_MINUTES + 1}), Action(op="probe_travel_from", args={"origin": -1}),
-           Action(op="read_guidebook", args={"place": None}), Action(op="visit", args={"place": 1})]
+           Action(op="visit", args={"place": 1})]
     for state in (M.initial_state(p), _visit(p, [1])):
         for action in bad:
             if action.args == {"place": 1} and not state["visited"]:
@@ -311,7 +310,7 @@ def test_params_from_data_rejects_bad_data(changes, message):
 def test_the_guidebook_defaults_to_the_enjoyment():
     p = _day()
     assert p.guidebook_ratings == p.enjoyment
-    assert M.default_actions(p)[0].args["places"][0] == 3
+    assert M.default_actions(p)[1].args["places"][0] == 3
 
 
 def test_describe_states_the_whole_instance():
@@ -340,6 +339,8 @@ def test_visit_places_visits_in_order_and_skips_what_cannot_be_visited():
     state = M.initial_state(p)
     reply = M.apply(p, state, Action(op="visit_places", args={"places": [1, 2, 3]}))
     assert state["visited"] == [1, 3] and reply["skipped"] == [2] and reply["position"] == 3
+    assert reply["why skipped"] == {"place 2": "the visit would end after its closing time"}
+    assert "clock" not in reply and "spent" not in reply  # a decision shows no time or money
     M.apply(p, state, Action(op="undo_last_step"))
     assert state["visited"] == [1]
     before = copy.deepcopy(state)
@@ -358,22 +359,44 @@ def test_the_informed_agent_reaches_u_star_when_every_probe_fits(knobs):
         p = _sample(700 + i, *knobs)
         outcome = M.outcome(p)
         budget = turn_budget(M, p, outcome, 1.0)
-        actions = informed_actions(M, p, budget)
-        assert len(actions) <= budget
-        u, turns, errors = M.play(p, actions, budget)
-        assert errors == 0 and u == pytest.approx(outcome.solution.u_star, abs=1e-9)
+        seat = Seat(M, p, budget)
+        players.informed(M)(seat)
+        assert seat.turns <= budget and seat.errors == 0
+        assert seat._utility() == pytest.approx(outcome.solution.u_star, abs=1e-9)
+
+
+def _known(p: TravelParams, actions: list[Action]) -> players.Knowledge:
+    seat = Seat(M, p)
+    seat.play(actions)
+    return seat.known
 
 
 def test_belief_with_every_probe_is_the_truth_and_without_probes_uses_no_hidden_value():
     p = _sample(8, 8, 8)
-    assert M.believed(p, M.probe_order(p)) == p
-    assert M.solve(M.believed(p, M.probe_order(p))).u_star == M.solve(p).u_star
+    order = M.probe_order(_known(p, [Action(op="read_guidebook")]))
+    everything = M.believed(_known(p, [Action(op="read_guidebook"), *order]))
+    assert everything == p and M.solve(everything).u_star == M.solve(p).u_star
     changed = M.params_from_data({**p.model_dump(), "enjoyment": [x + 1 for x in p.enjoyment],
                                   "prices": [x + 1 for x in p.prices], "durations": [x + 5 for x in p.durations],
                                   "travel": [[x + (i != j) for j, x in enumerate(row)]
                                              for i, row in enumerate(p.travel)]})
-    assert M.believed(p, []) == M.believed(changed, [])
-    assert M.believed(p, []).enjoyment == p.guidebook_ratings
+    sheet = [Action(op="read_guidebook")]
+    assert M.believed(_known(p, sheet)) == M.believed(_known(changed, sheet))
+    assert M.believed(_known(p, sheet)).enjoyment == p.guidebook_ratings
+    assert M.believed(M.knowledge(p)).enjoyment == [1.0] * p.places  # the guidebook unread: no rating is known
+    # a verified reverse trip stands in for an unverified trip
+    row = M.believed(_known(p, [Action(op="probe_travel_from", args={"origin": 2})]))
+    assert [row.travel[j][2] for j in range(p.places + 1)] == p.travel[2]
+
+
+def test_the_informed_order_verifies_points_and_details_of_the_best_rated_places_first():
+    p = _sample(9, 8, 8)
+    order = M.probe_order(_known(p, [Action(op="read_guidebook")]))
+    best = max(range(1, p.places + 1), key=lambda j: (p.guidebook_ratings[j - 1], -j))
+    assert order[:3] == [Action(op="probe_travel_from", args={"origin": 0}),
+                         Action(op="probe_enjoyment", args={"place": best}),
+                         Action(op="probe_place_details", args={"place": best})]
+    assert sorted(map(str, order)) == sorted(map(str, M.listing_order(M.knowledge(p))))  # every probe, once
 
 
 def test_heuristics_play_within_the_idle_and_optimal_utilities():
@@ -381,8 +404,36 @@ def test_heuristics_play_within_the_idle_and_optimal_utilities():
         p = _sample(800 + i, [4, 8, 12][i % 3], 8)
         outcome = M.outcome(p)
         budget = turn_budget(M, p, outcome, 1.0)
-        heuristics = M.heuristic_actions(p)
-        assert set(heuristics) == {"top_rated", "assessed_first"}
-        for name, actions in heuristics.items():
-            u, turns, errors = M.play(p, actions, budget)
-            assert errors == 0 and outcome.u_idle <= u <= outcome.solution.u_star + 1e-9, name
+        heuristics = M.heuristic_policies()
+        assert set(heuristics) == {"assessed_first", "rated_per_hour"}
+        for name, policy in heuristics.items():
+            seat = Seat(M, p, budget)
+            policy(seat)
+            assert seat.errors <= 1 and seat.turns <= budget, name  # a list of places that all fail is refused
+            assert outcome.u_idle <= seat._utility() <= outcome.solution.u_star + 1e-9, name
+
+
+def test_every_ending_states_the_points_of_each_visit_their_total_and_the_money():
+    spec = sample_spec("travel_planning", 2)
+    p = M.params_from_data(spec.params)
+    names = spec.rendering.observation_names
+    env = Environment(spec, "hidden")
+    for action in spec.reference.optimal_actions:
+        if M.operation(p, action.op).kind == "decision":
+            reply = env.step(*tool_call(env, action))
+            assert names["clock"] not in reply and names["spent"] not in reply  # a plan shows no time or money
+    assert not env.done
+    while not env.done:  # the turns run out on a look at the itinerary
+        last = env.step(env.tool_for("view_itinerary").name, {})
+    outcome = last[ENDING_KEY]
+    assert outcome["episode over"] == "the turns ran out"
+    assert outcome[names["total points"]] == spec.reference.u_star == env.utility()
+    visited = M.solve(p).facts["visited"]
+    assert outcome[names["visited places"]] == visited
+    assert sum(outcome[names["points of each visit"]].values()) == spec.reference.u_star
+    assert outcome[names["spent"]] == sum(p.prices[j - 1] for j in visited)
+
+
+def test_the_trips_rule_is_stated_in_every_mode():
+    facts = {f.key: f for f in M.facts(_sample(1), VOCAB)}
+    assert facts["trips"].is_rule and "one-way" in facts["trips"].statement
