@@ -1,11 +1,11 @@
 """What the two job families share (scheduling: identical parallel machines; tardiness: one machine): jobs numbered
 1..n with a true processing time and weight each, the argument types that name them, the total-work probe, the
-record of added jobs that undo takes back, and the probing plans and beliefs built on one probe per job."""
+record of added jobs that undo takes back, and what a player learns of the jobs from its calls (the verified jobs,
+the posted sheet, the total work) and the orders in which it verifies them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 import numpy as np
@@ -13,11 +13,18 @@ import numpy as np
 from mechanisms.base import ActionError
 from mechanisms.facts import Fact, probed
 from mechanisms.operations import Between, Observation, State, decision, probe
+from mechanisms.players import Knowledge, Seat
 from schemas.envspec import Action
 
 Job = Annotated[int, Between(1, "jobs"), "job number"]  # a job number, 1..n
 # distinct job numbers, in the order to run them
 Jobs = Annotated[list[int], Between(1, "jobs", max_items="jobs"), "job numbers in the order to run them"]
+
+# what a player guesses for a job it has not verified and nothing else tells it about: a weight, a processing time
+GUESSED_WEIGHT = 5.0
+GUESSED_TIME = 10.0
+# the posted sheet: one call shows every job's posted figures (outside estimates, not the true ones)
+SHEET = "read_posted_jobs"
 
 
 def draw_jobs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -40,16 +47,21 @@ class JobNumbers:
         return float(sum(self.processing_times))
 
 
+def by_job(values: Iterable[float]) -> dict[str, float]:
+    """A figure per job as a sheet or a ledger shows it: {"job 1": ..., "job 2": ...}."""
+    return {f"job {j}": float(x) for j, x in enumerate(values, start=1)}
+
+
 class JobFamily:
     """What the job families' mechanisms share (a mixin): the state records every job added ("history") so that
-    undo can take the last one back, and the episode ends with the family's ledger. A family defines
-    ``_take_out(state, job)`` (take a placed job out of the schedule; what the reply adds), ``_view`` and
-    ``_ledger``."""
+    undo can take the last one back, and the episode ends with the family's ledger (the environment shows it with
+    the closing call). A family defines ``_take_out(state, job)`` (take a placed job out of the schedule; what the
+    reply adds), ``_view`` and ``ledger``."""
 
     def _end(self, p: Any, state: State, **flags: bool) -> Observation:
-        """End the episode (with the flags given); the reply is the ledger."""
+        """End the episode (with the flags given); the reply is the schedule as it stands (the outcome follows it)."""
         state.update(flags, finished=True)
-        return {**self._ledger(p, state), "finished": True}
+        return {**self._view(p, state), "finished": True}
 
     def _removed(self, p: Any, state: State, job: int) -> Observation:
         """Take a placed job out of the schedule and of the record of additions."""
@@ -59,6 +71,10 @@ class JobFamily:
     def probe_allowance(self, params: Any) -> int:
         """Every probe: each job once and the total work (the tiers grant a share of it)."""
         return params.jobs + 1
+
+    def public_view(self, params: Any) -> dict[str, Any]:
+        """The number of jobs (every mode states it)."""
+        return {"jobs": params.jobs}
 
 
 # --- the operations both families offer (each assigns them in its class body, where its list has them) ---
@@ -83,10 +99,47 @@ def undo_last(self: Any, p: Any, state: State) -> Observation:
     return {"undone": job, **self._take_out(state, job), **self._view(p, state)}
 
 
-# --- probing plans and beliefs ---
-def smith(p: Any, jobs: Iterable[int]) -> list[int]:
-    """Smith's rule: the jobs (1-based) by ascending processing time per unit of weight, ties by job number."""
-    return sorted(jobs, key=lambda j: (p.processing_times[j - 1] / p.weights[j - 1], j))
+# --- what a player knows of the jobs (mechanisms.players) ---
+def verified(known: Knowledge) -> dict[int, dict[str, Any]]:
+    """The jobs a player verified (probe_job), by number: what the probe showed."""
+    return {int(seen["job"]): seen for _, seen in known.observations("probe_job")}
+
+
+def total_work_seen(known: Knowledge) -> float | None:
+    """The total work, when the player probed it."""
+    seen = known.latest("probe_total_work")
+    return None if seen is None else float(seen["total_processing_time"])
+
+
+def posted(known: Knowledge, key: str) -> list[float] | None:
+    """One kind of figure of the posted sheet (read_posted_jobs), job by job (None when the player did not read it)."""
+    seen = known.latest(SHEET)
+    if seen is None:
+        return None
+    return [float(seen[key][f"job {j}"]) for j in range(1, known.public["jobs"] + 1)]
+
+
+def believed_figure(known: Knowledge, seen: dict[int, dict[str, Any]], key: str, guess: float) -> list[float]:
+    """Each job's figure as a player believes it: the verified one, else the posted one (`guess` when the sheet
+    was not read)."""
+    sheet = posted(known, f"posted_{key}s") or [guess] * known.public["jobs"]
+    return [float(seen[j][key]) if j in seen else sheet[j - 1] for j in range(1, known.public["jobs"] + 1)]
+
+
+def scaled_to_total(known: Knowledge, seen: dict[int, dict[str, Any]], times: list[float]) -> list[float]:
+    """The believed processing times, those of the jobs not verified scaled so that all add up to the total work
+    when the player probed it (else as they are)."""
+    total, rest = total_work_seen(known), [j for j in range(1, len(times) + 1) if j not in seen]
+    if total is None or not rest:
+        return times
+    left = total - sum(times[j - 1] for j in seen)
+    scale = max(left, 1e-6) / sum(times[j - 1] for j in rest)
+    return [times[j - 1] if j in seen else times[j - 1] * scale for j in range(1, len(times) + 1)]
+
+
+def mean_or(values: list[float], guess: float) -> float:
+    """The mean of the values, or the guess when there is none."""
+    return float(np.mean(values)) if values else guess
 
 
 def job_probes(jobs: Iterable[int]) -> list[Action]:
@@ -94,36 +147,20 @@ def job_probes(jobs: Iterable[int]) -> list[Action]:
     return [Action(op="probe_job", args={"job": j}) for j in jobs]
 
 
-def probe_plan(order: Iterable[int]) -> list[Action]:
-    """The total work first (it scales what the posted figures say of the jobs not probed), then each job."""
-    return [Action(op="probe_total_work"), *job_probes(order)]
+def smith(times: list[float], weights: list[float], jobs: Iterable[int]) -> list[int]:
+    """Smith's rule: the jobs (1-based) by ascending processing time per unit of weight, ties by job number."""
+    return sorted(jobs, key=lambda j: (times[j - 1] / weights[j - 1], j))
 
 
-@dataclass(frozen=True)
-class Survey:
-    """What probe calls revealed: the jobs probed (ascending), the others, the mean weight of the probed ones (5 when
-    none is) and, when the total work was probed and a job was not, the work the probed jobs leave to the rest."""
-
-    known: list[int]
-    rest: list[int]
-    weight: float
-    left: float | None
-
-    def pick(self, truth: list[float], guess: list[float]) -> list[float]:
-        return pick(self.known, truth, guess)
+def verify_while(seat: Seat, jobs: Iterable[int], reserve: int) -> None:
+    """Verify the jobs in the order given while more than `reserve` turns are left (what a naive agent keeps for
+    acting)."""
+    for j in jobs:
+        if seat.over or seat.turns_left <= reserve:
+            return
+        seat.call("probe_job", job=j)
 
 
-def pick(known: Iterable[int], truth: list[float], guess: list[float]) -> list[float]:
-    """Each job's figure: the truth where the job is known (probed), the guess elsewhere."""
-    known = set(known)
-    return [truth[j - 1] if j in known else guess[j - 1] for j in range(1, len(truth) + 1)]
-
-
-def survey(p: Any, probed: list[Action]) -> Survey:
-    known = sorted({a.args["job"] for a in probed if a.op == "probe_job"})
-    rest = [j for j in range(1, p.jobs + 1) if j not in known]
-    weight = float(np.mean([p.weights[j - 1] for j in known])) if known else 5.0
-    left = None
-    if rest and any(a.op == "probe_total_work" for a in probed):
-        left = p.total_work - sum(p.processing_times[j - 1] for j in known)
-    return Survey(known, rest, weight, left)
+def lognormal_posts(rng: np.random.Generator, truth: np.ndarray, sigma: float, low: float = 1.0) -> list[float]:
+    """Posted figures: the true ones under a log-normal error (some far off), rounded, at least `low`."""
+    return np.maximum(np.round(truth * np.exp(rng.normal(0.0, sigma, len(truth)))), low).tolist()

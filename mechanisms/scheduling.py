@@ -4,8 +4,8 @@ Parameters (all can be given as data; jobs are numbered 1..n, machines 1..m):
 - ``processing_times``: the true processing time of each of the n jobs (hidden, positive)
 - ``weights``: the weight of each job, i.e. what one time unit until its completion costs (hidden, positive)
 - ``machines``: the number m of identical machines (public, 1..4)
-- ``sticker_processing_times``: the posted processing-time estimate of each job (a decoy: a biased,
-  noisy estimate that the default policy trusts; when omitted from data it equals ``processing_times``)
+- ``sticker_processing_times``, ``sticker_weights``: the posted processing time and weight of each job (decoys:
+  noisy estimates that the default policy trusts; when omitted from data they equal the true figures)
 
 Dynamics: every machine starts at time 0 and runs the jobs appended to its queue one after another
 without breaks, so a job's completion time C_j is the total processing time of itself and every job
@@ -18,10 +18,22 @@ u = -(sum of w_j C_j).
 The knobs: ``size`` is the number of jobs n (4..20; at most 14 on three or more machines), ``horizon`` the
 number of machines m (1..4).
 
-Probing: one probe reveals one job's processing time and weight together (a group), another the total
-processing time; ``probe_allowance`` covers every probe and the difficulty tiers grant a share of it (at the hard
-and frontier tiers full information does not fit). Decisions are bulk: one call appends a list of jobs to one
-machine's queue. The default trusts the posted estimates and, knowing no weight, treats the weights as equal.
+Probing: one call reads the posted sheet (every job's posted processing time and weight, outside estimates); one
+probe verifies one job's true processing time and weight together (a group), another the total processing time;
+``probe_allowance`` covers every probe and the difficulty tiers grant a share of it (at the hard and frontier tiers
+full information does not fit: the agent chooses which jobs to verify, and the jobs that carry the most posted
+weighted work are worth it most). Decisions are bulk: one call appends a list of jobs to one machine's queue. The
+default reads the sheet, trusts it and plays the optimal schedule of the posted figures.
+
+Calibration (issue 26; 12 environments per tier from each tier's first cell, template setter): the informed agent
+verifies the most posted weighted work (posted time times posted weight) first, the naive prober in number order;
+the heuristics are Smith's rule dealt out on the sheet and list scheduling (Smith's order or the shortest time) on
+jobs timed in number order while the turns leave room to act. With the weights unposted (issue 26's first sheet
+showed times only) choosing what to verify beat number order by 0.00 to 0.09 at the frontier cells: every job's
+unknown weight mattered alike. At the frontier (0.3 of the probes, two machines) the informed agent scored 0.63, the
+naive prober 0.36, the best heuristic 0.38, 7 of 12 admitted as frontier; the hard tier admits about a third (an
+environment there needs a heuristic between 0.5 and 0.75 and a skill gap). Easy is one machine (Smith's rule on
+verified figures is optimal); medium grants every job but the total work.
 
 Solved exactly: on each machine Smith's rule (WSPT, ascending p_j / w_j) is optimal, so the cost of a
 machine running a set T is computed for all 2^n subsets at once by a vectorised recursion over the jobs
@@ -39,24 +51,33 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mechanisms._jobs import (
+    GUESSED_TIME,
+    GUESSED_WEIGHT,
+    SHEET,
     Job,
     JobFamily,
     JobNumbers,
     Jobs,
+    believed_figure,
+    by_job,
     draw_jobs,
     job_probes,
-    pick,
-    probe_plan,
+    lognormal_posts,
+    mean_or,
+    posted,
     probe_total_work,
+    scaled_to_total,
     smith,
-    survey,
     total_work_fact,
     undo_last,
+    verified,
+    verify_while,
 )
 from mechanisms.base import NEAR_OPTIMAL, ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, one_entry_each, positive, stickers_default_to_truth
+from mechanisms.players import Knowledge, Policy, Seat
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -71,18 +92,20 @@ class SchedulingParams(JobNumbers, BaseModel):
     weights: list[float]
     machines: int = Field(ge=1, le=MAX_MACHINES)
     sticker_processing_times: list[float]
+    sticker_weights: list[float]
 
-    _default_sticker = stickers_default_to_truth(sticker_processing_times="processing_times")
+    _default_sticker = stickers_default_to_truth(sticker_processing_times="processing_times", sticker_weights="weights")
 
     @model_validator(mode="after")
     def _shapes(self) -> SchedulingParams:
         n = len(self.processing_times)
         one_entry_each("weights", self.weights, n, "job")
         one_entry_each("sticker_processing_times", self.sticker_processing_times, n, "job")
+        one_entry_each("sticker_weights", self.sticker_weights, n, "job")
         if self.machines >= 3 and n > MAX_JOBS_MANY_MACHINES:
             raise ValueError(f"processing_times: at most {MAX_JOBS_MANY_MACHINES} jobs on three or more machines, "
                              f"got {n}")
-        for name in ("processing_times", "weights", "sticker_processing_times"):
+        for name in ("processing_times", "weights", "sticker_processing_times", "sticker_weights"):
             finite(name, getattr(self, name))
             positive(name, getattr(self, name))
         return self
@@ -90,7 +113,7 @@ class SchedulingParams(JobNumbers, BaseModel):
 
 def wspt_order(p: SchedulingParams) -> list[int]:
     """Smith's rule: 0-based job indices by ascending processing time / weight (ties by job number)."""
-    return [j - 1 for j in smith(p, range(1, p.jobs + 1))]
+    return [j - 1 for j in smith(p.processing_times, p.weights, range(1, p.jobs + 1))]
 
 
 def schedule_cost(p: SchedulingParams, queues: list[list[int]], unassigned: list[int]) -> float:
@@ -178,11 +201,12 @@ def optimal_queues(p: SchedulingParams) -> tuple[list[list[int]], float, int]:
 
 
 Machine = Annotated[int, Between(1, "machines"), "machine number"]  # a machine number, 1..m
+POSTED_TIME_ERROR, POSTED_WEIGHT_ERROR = 0.3, 0.3  # the posted figures' log-normal errors (sigma)
 
 
 class Scheduling(JobFamily, Mechanism[SchedulingParams]):
     id = "scheduling"
-    version = 2
+    version = 3
     group = "far_ood_probe"
     summary = ("assign jobs to identical parallel machines and order them to minimise total weighted completion "
                "time; Smith's rule per machine, dynamic programming over subsets")
@@ -192,11 +216,11 @@ class Scheduling(JobFamily, Mechanism[SchedulingParams]):
     default_size = 8
     default_horizon = 2
     difficulty_grid = [(6, 2), (8, 2), (8, 3), (10, 3), (12, 4)]
-    difficulty_tiers = {
-        "easy": Tier(((6, 2), (8, 2)), 1.0),
-        "medium": Tier(((10, 4), (11, 4), (12, 4)), 1.0),
-        "hard": Tier(((10, 3), (12, 3)), 0.5),
-        "frontier": Tier(((14, 3), (18, 2), (20, 2)), 0.3),
+    difficulty_tiers = {  # measured (see the module docstring's calibration)
+        "easy": Tier(((6, 1), (8, 1), (10, 1)), 1.0),
+        "medium": Tier(((10, 3), (12, 3), (10, 4)), 0.8),
+        "hard": Tier(((14, 3), (12, 3)), 0.5),
+        "frontier": Tier(((20, 2), (18, 2)), 0.3),
     }
     u0_band = (0.3, 0.995)
     turn_slack = 1  # tight probe budget: at the hard and frontier tiers probing every job does not fit
@@ -206,14 +230,10 @@ class Scheduling(JobFamily, Mechanism[SchedulingParams]):
         processing, weights = draw_jobs(rng, n)
         data = {"processing_times": processing.tolist(), "weights": weights.tolist(), "machines": m}
         return self.with_misleading_stickers(
-            lambda: SchedulingParams(**data, sticker_processing_times=self._estimates(rng, processing)),
+            lambda: SchedulingParams(**data,
+                                     sticker_processing_times=lognormal_posts(rng, processing, POSTED_TIME_ERROR),
+                                     sticker_weights=lognormal_posts(rng, weights, POSTED_WEIGHT_ERROR)),
             lambda u0, u_star, _: -u0 >= -u_star / NEAR_OPTIMAL)
-
-    @staticmethod
-    def _estimates(rng: np.random.Generator, processing: np.ndarray) -> list[float]:
-        """Posted estimates: the true times under a log-normal error (some jobs far off), rounded, at least 1."""
-        bias = np.exp(rng.normal(0.0, 0.6, len(processing)))
-        return np.maximum(np.round(processing * bias), 1).tolist()
 
     def solve(self, params: SchedulingParams) -> Solution:
         p = params
@@ -226,11 +246,11 @@ class Scheduling(JobFamily, Mechanism[SchedulingParams]):
                  "rule": "WSPT on every machine"}
         return Solution(u_star, actions, "Smith's rule per machine and dynamic programming over subsets", facts)
 
-    def default_actions(self, params: SchedulingParams) -> list[Action]:
-        """Shortest posted estimate first (no weight is known: they count as equal), each job to the machine whose
-        posted load is smallest; one bulk call per machine."""
-        p = params
-        return queue_actions(list_schedule(p.machines, p.sticker_processing_times, [1.0] * p.jobs))
+    def default_policy(self, seat: Seat) -> None:
+        """Reads the posted sheet, trusts it and plays the optimal schedule of the posted figures (one bulk call per
+        machine, then starts the machines); verifies nothing."""
+        seat.call(SHEET)
+        self.act_on_belief(seat, self.believed(seat.known))
 
     def initial_state(self, params: SchedulingParams) -> dict[str, Any]:
         return {"queues": [[] for _ in range(params.machines)], "history": [], "started": False, "finished": False}
@@ -251,8 +271,23 @@ class Scheduling(JobFamily, Mechanism[SchedulingParams]):
         return {"queues": {f"machine {k + 1}": list(q) for k, q in enumerate(state["queues"])},
                 "unassigned_jobs": self._unassigned(p, state)}
 
-    def _ledger(self, p: SchedulingParams, state: dict[str, Any]) -> dict[str, Any]:
-        return {**self._view(p, state), "total_weighted_completion_time": round(-self.utility(p, state), 6)}
+    def ledger(self, params: SchedulingParams, state: dict[str, Any]) -> dict[str, Any]:
+        """The run as a ledger states it: each machine's queue, the time it finishes and its weighted completion
+        time, the makespan, each job's completion time, the charge for the jobs left unassigned and the total."""
+        p = params
+        finish, charged, completion = {}, {}, {}
+        for k, queue in enumerate(state["queues"]):
+            clock = cost = 0.0
+            for j in queue:
+                clock += p.processing_times[j - 1]
+                cost += p.weights[j - 1] * clock
+                completion[f"job {j}"] = clock
+            finish[f"machine {k + 1}"], charged[f"machine {k + 1}"] = clock, cost
+        unassigned = self._unassigned(p, state)
+        return {**self._view(p, state), "machine_finish_times": finish, "makespan": max(finish.values(), default=0.0),
+                "completion_times": completion, "weighted_completion_by_machine": charged,
+                "unassigned_charge": sum(p.weights[j - 1] * late_completion(p, j) for j in unassigned),
+                "total_weighted_completion_time": -self.utility(p, state)}
 
     def _take_out(self, state: State, job: int) -> dict[str, Any]:
         k = self._machine_of(state, job)
@@ -268,9 +303,10 @@ class Scheduling(JobFamily, Mechanism[SchedulingParams]):
     probe_total_work = probe_total_work  # the same probe as tardiness's (mechanisms._jobs)
 
     @info(decoy=True, estimates="processing_time")
-    def read_sticker(self, p: SchedulingParams, state: State, job: Job) -> Observation:
-        """the posted processing-time estimate of one job"""
-        return {"job": job, "posted_processing_time": p.sticker_processing_times[job - 1]}
+    def read_posted_jobs(self, p: SchedulingParams, state: State) -> Observation:
+        """the posted processing time and weight of every job: outside estimates, not the true figures"""
+        return {"posted_processing_times": by_job(p.sticker_processing_times),
+                "posted_weights": by_job(p.sticker_weights)}
 
     @info
     def list_jobs(self, p: SchedulingParams, state: State) -> Observation:
@@ -327,7 +363,8 @@ class Scheduling(JobFamily, Mechanism[SchedulingParams]):
     def facts(self, params: SchedulingParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
         rows = "; ".join(f"{j + 1}: {p.processing_times[j]:g}, {p.weights[j]:g}" for j in range(p.jobs))
-        posted = "; ".join(f"{j + 1}: {p.sticker_processing_times[j]:g}" for j in range(p.jobs))
+        posted = "; ".join(f"{j + 1}: {p.sticker_processing_times[j]:g}, {p.sticker_weights[j]:g}"
+                           for j in range(p.jobs))
         return [
             rule("structure", f"There are {p.jobs} {v['jobs']}, numbered 1 to {p.jobs}, and {p.machines} identical "
                  f"{v['machines']}, numbered 1 to {p.machines}.", p.jobs, p.machines),
@@ -338,8 +375,9 @@ class Scheduling(JobFamily, Mechanism[SchedulingParams]):
             probed("jobs", "probe_job", f"The true processing time and weight of each {v['job']}, in that order: "
                    f"{rows}.", [x for j in range(p.jobs) for x in (p.processing_times[j], p.weights[j])]),
             total_work_fact(p, v),
-            probed("posted_times", "read_sticker", f"The {v['sticker']} posts these processing times (an outside "
-                   f"estimate, not the true processing time): {posted}.", p.sticker_processing_times),
+            probed("posted_figures", SHEET, f"The {v['sticker']} posts these processing times and weights of "
+                   f"each {v['job']}, in that order (outside estimates, not the true figures): {posted}.",
+                   [*p.sticker_processing_times, *p.sticker_weights]),
             rule("left_out", f"A {v['job']} left unassigned when the episode ends is charged as if it completed at "
                  f"(P - p) / {p.machines} + p, where P is the total processing time of all {v['jobs']} and p its own "
                  f"processing time: no later than it would complete if added to the least loaded {v['machine']}.",
@@ -353,44 +391,57 @@ class Scheduling(JobFamily, Mechanism[SchedulingParams]):
                  f"count, and every {v['job']} left unassigned is charged as an unassigned {v['job']}."),
         ]
 
-    def probe_order(self, params: SchedulingParams) -> list[Action]:
-        """The total work first (it scales the posted estimates of the jobs not probed), then each job, the
-        largest posted estimate first (a multiplicative error is largest there)."""
-        p = params
-        return probe_plan(sorted(range(1, p.jobs + 1), key=lambda j: (-p.sticker_processing_times[j - 1], j)))
+    def public_view(self, params: SchedulingParams) -> dict[str, Any]:
+        return {"jobs": params.jobs, "machines": params.machines}
 
-    def believed(self, params: SchedulingParams, probed: list[Action]) -> SchedulingParams:
-        """Probed jobs are true; a job not probed has the mean weight of the probed jobs (5 when none is) and its
-        posted estimate, scaled so that the estimates not probed add up to the work not yet accounted for when
-        the total work was probed."""
-        p = params
-        seen = survey(p, probed)
-        scale = 1.0
-        if seen.left is not None:
-            scale = max(seen.left, 1e-6) / sum(p.sticker_processing_times[j - 1] for j in seen.rest)
-        times = seen.pick(p.processing_times, [t * scale for t in p.sticker_processing_times])
-        return SchedulingParams(processing_times=times, weights=seen.pick(p.weights, [seen.weight] * p.jobs),
-                                machines=p.machines, sticker_processing_times=list(p.sticker_processing_times))
+    def probe_order(self, known: Knowledge) -> list[Action]:
+        """Each job, the most posted weighted work (posted time times posted weight) first: a misplaced job costs
+        in proportion to it; then the total work."""
+        times, weights = posted(known, "posted_processing_times"), posted(known, "posted_weights")
+        n = known.public["jobs"]
+        work = [t * w for t, w in zip(times, weights, strict=True)] if times and weights else [0.0] * n
+        return [*job_probes(sorted(range(1, n + 1), key=lambda j: (-work[j - 1], j))), Action(op="probe_total_work")]
 
-    def heuristic_actions(self, params: SchedulingParams) -> dict[str, list[Action]]:
-        """smith_dealt_surveyed: time every job, then deal the jobs out to the machines in turn (1, 2, ..., m, 1,
-        ...) in Smith's order (shortest time per unit of weight first). spt_surveyed: time every job, then the
-        shortest time first, each job to the least loaded machine, weights ignored. wspt_half_surveyed: time the
-        half of the jobs with the largest posted estimates, then Smith's order on the true figures where timed and
-        the posted estimate with the mean timed weight elsewhere, each job to the least loaded machine."""
-        p = params
-        jobs = range(1, p.jobs + 1)
-        surveys = job_probes(jobs)
-        order = smith(p, jobs)
-        dealt = [order[k::p.machines] for k in range(p.machines)]
-        half = sorted(jobs, key=lambda j: (-p.sticker_processing_times[j - 1], j))[: (p.jobs + 1) // 2]
-        weight = float(np.mean([p.weights[j - 1] for j in half]))
-        times = pick(half, p.processing_times, p.sticker_processing_times)
-        weights = pick(half, p.weights, [weight] * p.jobs)
+    def believed(self, known: Knowledge) -> SchedulingParams:
+        """Verified jobs are true; a job not verified has its posted time and weight (the mean verified figure, or
+        10 and 5, when the sheet was not read), the times scaled so that the jobs not verified add up to the work
+        not yet accounted for when the total work was probed."""
+        seen = verified(known)
+        times = believed_figure(known, seen, "processing_time",
+                                mean_or([float(o["processing_time"]) for o in seen.values()], GUESSED_TIME))
+        weights = believed_figure(known, seen, "weight",
+                                  mean_or([float(o["weight"]) for o in seen.values()], GUESSED_WEIGHT))
+        return SchedulingParams(processing_times=scaled_to_total(known, seen, times), weights=weights,
+                                machines=known.public["machines"])
+
+    def heuristic_policies(self) -> dict[str, Policy]:
+        """Naive agents.
+        - smith_dealt_posted: reads the sheet, trusts it and deals the jobs out to the machines in turn (1, 2, ...,
+          m, 1, ...) in Smith's order (shortest posted time per unit of posted weight first);
+        - wspt_listed: reads the sheet, times jobs on test runs in number order while the turns leave room to queue
+          every machine and start, then Smith's order, each job to the least loaded machine (list scheduling), a job
+          not timed as posted;
+        - spt_listed: the same, then the shortest time first, each job to the least loaded machine, weights
+          ignored."""
+
+        def listed(arrange) -> Policy:
+            def policy(seat: Seat) -> None:
+                seat.call(SHEET)
+                verify_while(seat, range(1, seat.known.public["jobs"] + 1), seat.known.public["machines"] + 1)
+                seat.play(queue_actions(arrange(self.believed(seat.known))))
+
+            return policy
+
+        def smith_dealt_posted(seat: Seat) -> None:
+            seat.call(SHEET)
+            b = self.believed(seat.known)
+            order = smith(b.processing_times, b.weights, range(1, b.jobs + 1))
+            seat.play(queue_actions([order[k::b.machines] for k in range(b.machines)]))
+
         return {
-            "smith_dealt_surveyed": [*surveys, *queue_actions(dealt)],
-            "spt_surveyed": [*surveys, *queue_actions(list_schedule(p.machines, p.processing_times, [1.0] * p.jobs))],
-            "wspt_half_surveyed": [*job_probes(half), *queue_actions(list_schedule(p.machines, times, weights))],
+            "smith_dealt_posted": smith_dealt_posted,
+            "wspt_listed": listed(lambda b: list_schedule(b.machines, b.processing_times, b.weights)),
+            "spt_listed": listed(lambda b: list_schedule(b.machines, b.processing_times, [1.0] * b.jobs)),
         }
 
     def secret_numbers(self, params: SchedulingParams) -> list[float]:

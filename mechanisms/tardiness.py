@@ -4,8 +4,9 @@ Parameters (all can be given as data; jobs are numbered 1..n):
 - ``processing_times``: the true processing time of each of the n jobs (hidden, positive)
 - ``due_dates``: the true due date of each job (hidden, non-negative; time 0 is when the machine starts)
 - ``weights``: what each time unit of lateness of a job costs (hidden, positive)
-- ``sticker_due_dates``: the posted due date of each job (a decoy: a noisy estimate of the due date that
-  the default policy trusts; when omitted from data it equals ``due_dates``; non-negative)
+- ``sticker_due_dates``, ``sticker_processing_times``, ``sticker_weights``: the posted due date, processing time and
+  weight of each job (decoys: noisy estimates that the default policy trusts; when omitted from data they equal the
+  true figures)
 
 Dynamics: the machine starts at time 0 and runs the sequence without breaks, so a job's completion time
 C_j is the total processing time of itself and every job before it; its tardiness is T_j = max(0, C_j - d_j).
@@ -20,9 +21,20 @@ the sampler draws due dates uniformly from P (1 - TF -+ 0.3) (clipped at 0, the 
 due-date-range generator with range 0.6) with tardiness factor TF = 0.2 + 0.15 (L - 1), so level 1 is
 loose (few late jobs) and level 5 tight (most jobs late).
 
-Probing: one probe reveals one job's processing time, due date and weight together (a group), another the
+Probing: one call reads the posted sheet (every job's posted due date, processing time and weight, outside
+estimates); one probe verifies one job's true processing time, due date and weight together (a group), another the
 total processing time; ``probe_allowance`` covers every probe and the difficulty tiers grant a share of it (at the
-hard and frontier tiers full information does not fit). Decisions are bulk: one call appends a list of jobs.
+hard and frontier tiers full information does not fit: the agent chooses which jobs to verify, and the jobs whose
+lateness is posted as costliest are worth it most). Decisions are bulk: one call appends a list of jobs. The default
+reads the sheet, trusts it and releases the optimal sequence of the posted figures.
+
+Calibration (issue 26; 12 environments per tier from each tier's first cell, template setter): the informed agent
+verifies the heaviest posted weights first, the naive prober in number order; the heuristics are ATC on the sheet
+and EDD, Smith's rule and ATC on jobs inspected in number order while the turns leave room to act. At the frontier
+(0.3 of the probes) the informed agent scored 0.65, the naive prober 0.24, the best heuristic 0.38 (ATC on listed
+inspections, up to about 0.5: the robust rule nearly matches an exact plan of a noisy belief), 7 of 12 admitted as
+frontier; the hard tier admits about a third (an environment there must have a heuristic between 0.5 and 0.75 and a
+skill gap, or it measures medium or frontier).
 
 Solved exactly by dynamic programming over subsets: the job finishing last among a set S ends at p(S), so
 f(S) = min over j in S of f(S minus j) + w_j max(0, p(S) - d_j), computed layer by layer (sets of equal
@@ -31,6 +43,7 @@ size) with numpy, 2^n n work. Checked against enumeration of every permutation i
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Annotated, Any
 
@@ -38,28 +51,40 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mechanisms._jobs import (
+    GUESSED_TIME,
+    GUESSED_WEIGHT,
+    SHEET,
     Job,
     JobFamily,
     JobNumbers,
     Jobs,
+    believed_figure,
+    by_job,
     draw_jobs,
     job_probes,
-    probe_plan,
+    lognormal_posts,
+    mean_or,
+    posted,
     probe_total_work,
+    scaled_to_total,
     smith,
-    survey,
     total_work_fact,
     undo_last,
+    verified,
+    verify_while,
 )
 from mechanisms.base import NEAR_OPTIMAL, ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, non_negative, one_entry_each, positive, stickers_default_to_truth
+from mechanisms.players import Knowledge, Policy, Seat
 from mechanisms.registry import register
 from schemas.envspec import Action
 
 MAX_JOBS = 18  # the subset DP touches 2^n n (set, last job) pairs: about 4.7 million at 18 jobs (0.1 s)
 DUE_DATE_RANGE = 0.6
+# the posted figures' errors: due dates a normal error of this share of the total work, times and weights log-normal
+POSTED_DUE_ERROR, POSTED_TIME_ERROR, POSTED_WEIGHT_ERROR = 0.2, 0.1, 0.3
 
 
 class TardinessParams(JobNumbers, BaseModel):
@@ -68,17 +93,21 @@ class TardinessParams(JobNumbers, BaseModel):
     due_dates: list[float]
     weights: list[float]
     sticker_due_dates: list[float]
+    sticker_processing_times: list[float]
+    sticker_weights: list[float]
 
-    _default_sticker = stickers_default_to_truth(sticker_due_dates="due_dates")
+    _default_sticker = stickers_default_to_truth(sticker_due_dates="due_dates",
+                                                 sticker_processing_times="processing_times", sticker_weights="weights")
 
     @model_validator(mode="after")
     def _shapes(self) -> TardinessParams:
         n = len(self.processing_times)
-        for name in ("due_dates", "weights", "sticker_due_dates"):
+        stickers = ("sticker_due_dates", "sticker_processing_times", "sticker_weights")
+        for name in ("due_dates", "weights", *stickers):
             one_entry_each(name, getattr(self, name), n, "job")
-        for name in ("processing_times", "due_dates", "weights", "sticker_due_dates"):
+        for name in ("processing_times", "due_dates", "weights", *stickers):
             finite(name, getattr(self, name))
-        for name in ("processing_times", "weights"):
+        for name in ("processing_times", "weights", "sticker_processing_times", "sticker_weights"):
             positive(name, getattr(self, name))
         for name in ("due_dates", "sticker_due_dates"):
             non_negative(name, getattr(self, name))
@@ -144,7 +173,7 @@ Position = Annotated[int, Between(1, "jobs"),
 
 class Tardiness(JobFamily, Mechanism[TardinessParams]):
     id = "tardiness"
-    version = 2
+    version = 3
     group = "far_ood_probe"
     summary = "sequence jobs on one machine to minimise total weighted tardiness; dynamic programming over subsets"
     Params = TardinessParams
@@ -153,11 +182,11 @@ class Tardiness(JobFamily, Mechanism[TardinessParams]):
     default_size = 8
     default_horizon = 3
     difficulty_grid = [(6, 2), (8, 3), (10, 3), (12, 4), (14, 5)]
-    difficulty_tiers = {
+    difficulty_tiers = {  # measured (see the module docstring's calibration)
         "easy": Tier(((4, 1), (5, 1), (6, 1)), 1.0),
-        "medium": Tier(((8, 3), (10, 3), (12, 4)), 1.0),
-        "hard": Tier(((10, 3), (11, 3)), 0.5),
-        "frontier": Tier(((16, 4), (16, 5), (18, 5)), 0.3),
+        "medium": Tier(((10, 3), (11, 3), (12, 4)), 0.8),
+        "hard": Tier(((14, 4), (14, 5)), 0.4),
+        "frontier": Tier(((18, 5), (16, 5), (12, 5)), 0.3),
     }
     u0_band = (0.3, 0.99)
     turn_slack = 1  # tight probe budget: at the hard and frontier tiers probing every job does not fit
@@ -175,17 +204,20 @@ class Tardiness(JobFamily, Mechanism[TardinessParams]):
             return u0 - u_idle <= NEAR_OPTIMAL * (u_star - u_idle) and u0 < u_star
 
         return self.with_misleading_stickers(
-            lambda: TardinessParams(**data, sticker_due_dates=self._posted(rng, due, total)), misleading)
+            lambda: TardinessParams(**data, sticker_due_dates=self._posted(rng, due, total),
+                                    sticker_processing_times=lognormal_posts(rng, processing, POSTED_TIME_ERROR),
+                                    sticker_weights=lognormal_posts(rng, weights, POSTED_WEIGHT_ERROR)), misleading)
 
     @staticmethod
     def _posted(rng: np.random.Generator, due: np.ndarray, total: float) -> list[float]:
-        """Posted due dates: the true ones shifted by a normal error of a quarter of the total work."""
-        return np.maximum(np.round(due + rng.normal(0.0, 0.25 * total, len(due))), 0).tolist()
+        """Posted due dates: the true ones shifted by a normal error (POSTED_DUE_ERROR of the total work), rounded,
+        at least 0."""
+        return np.maximum(np.round(due + rng.normal(0.0, POSTED_DUE_ERROR * total, len(due))), 0).tolist()
 
     def solve(self, params: TardinessParams) -> Solution:
         p = params
         sequence, best = optimal_sequence(p)
-        actions = [Action(op="schedule_jobs", args={"jobs": sequence}), Action(op="release_sequence")]
+        actions = sequence_actions(sequence)
         u_star = -sequence_cost(p, sequence, [])  # the replayed arithmetic, so replay reproduces u* exactly
         if abs(-u_star - best) > 1e-9 * max(1.0, best):
             raise RuntimeError(f"subset DP cost {best} differs from the replayed sequence cost {-u_star}")
@@ -197,12 +229,11 @@ class Tardiness(JobFamily, Mechanism[TardinessParams]):
     def _completion(p: TardinessParams, sequence: list[int], job: int) -> float:
         return float(sum(p.processing_times[j - 1] for j in sequence[: sequence.index(job) + 1]))
 
-    def default_actions(self, params: TardinessParams) -> list[Action]:
-        """Earliest posted due date first (ties by job number), appended in one call; trusts the sticker, never
-        probes."""
-        p = params
-        order = sorted(range(p.jobs), key=lambda j: (p.sticker_due_dates[j], j))
-        return [Action(op="schedule_jobs", args={"jobs": [j + 1 for j in order]}), Action(op="release_sequence")]
+    def default_policy(self, seat: Seat) -> None:
+        """Reads the posted sheet, trusts it and releases the optimal sequence of the posted figures (appended in one
+        call); verifies nothing."""
+        seat.call(SHEET)
+        self.act_on_belief(seat, self.believed(seat.known))
 
     def initial_state(self, params: TardinessParams) -> dict[str, Any]:
         return {"sequence": [], "history": [], "released": False, "finished": False}
@@ -214,15 +245,22 @@ class Tardiness(JobFamily, Mechanism[TardinessParams]):
     def _view(self, p: TardinessParams, state: dict[str, Any]) -> dict[str, Any]:
         return {"sequence": list(state["sequence"]), "unscheduled_jobs": self._unscheduled(p, state)}
 
-    def _ledger(self, p: TardinessParams, state: dict[str, Any]) -> dict[str, Any]:
-        """The run as a ledger states it: the sequence, the late jobs and the total weighted tardiness."""
-        clock, late = 0.0, []
+    def ledger(self, params: TardinessParams, state: dict[str, Any]) -> dict[str, Any]:
+        """The run as a ledger states it: the sequence, each job's completion time, the late jobs and what each
+        one's lateness costs, the charge for the jobs left out, the makespan and the total weighted tardiness."""
+        p = params
+        clock, completion, late, cost = 0.0, {}, [], {}
         for j in state["sequence"]:
             clock += p.processing_times[j - 1]
+            completion[f"job {j}"] = clock
             if clock > p.due_dates[j - 1]:
                 late.append(j)
-        return {**self._view(p, state), "late_jobs": late,
-                "total_weighted_tardiness": round(-self.utility(p, state), 6)}
+                cost[f"job {j}"] = p.weights[j - 1] * (clock - p.due_dates[j - 1])
+        left_out = self._unscheduled(p, state)
+        charge = sum(p.weights[j - 1] * max(0.0, p.total_work - p.due_dates[j - 1]) for j in left_out)
+        return {**self._view(p, state), "completion_times": completion, "makespan": clock, "late_jobs": late,
+                "weighted_tardiness_by_job": cost, "left_out_charge": charge,
+                "total_weighted_tardiness": -self.utility(p, state)}
 
     def _take_out(self, state: State, job: int) -> dict[str, Any]:
         state["sequence"].remove(job)
@@ -243,9 +281,11 @@ class Tardiness(JobFamily, Mechanism[TardinessParams]):
     probe_total_work = probe_total_work  # the same probe as scheduling's (mechanisms._jobs)
 
     @info(decoy=True, estimates="due_date")
-    def read_posted_due_date(self, p: TardinessParams, state: State, job: Job) -> Observation:
-        """the posted due date of one job"""
-        return {"job": job, "posted_due_date": p.sticker_due_dates[job - 1]}
+    def read_posted_jobs(self, p: TardinessParams, state: State) -> Observation:
+        """the posted due date, processing time and weight of every job: outside estimates, not the true figures"""
+        return {"posted_due_dates": by_job(p.sticker_due_dates),
+                "posted_processing_times": by_job(p.sticker_processing_times),
+                "posted_weights": by_job(p.sticker_weights)}
 
     @info
     def list_jobs(self, p: TardinessParams, state: State) -> Observation:
@@ -309,7 +349,8 @@ class Tardiness(JobFamily, Mechanism[TardinessParams]):
         p, v = params, vocab
         rows = "; ".join(f"{j + 1}: {p.processing_times[j]:g}, {p.due_dates[j]:g}, {p.weights[j]:g}"
                          for j in range(p.jobs))
-        posted = "; ".join(f"{j + 1}: {p.sticker_due_dates[j]:g}" for j in range(p.jobs))
+        posted = "; ".join(f"{j + 1}: {p.sticker_processing_times[j]:g}, {p.sticker_due_dates[j]:g}, "
+                           f"{p.sticker_weights[j]:g}" for j in range(p.jobs))
         return [
             rule("structure", f"There are {p.jobs} {v['jobs']} for one {v['machine']}, numbered 1 to {p.jobs}.",
                  p.jobs),
@@ -321,8 +362,9 @@ class Tardiness(JobFamily, Mechanism[TardinessParams]):
                    f"order: {rows}.", [x for j in range(p.jobs)
                                        for x in (p.processing_times[j], p.due_dates[j], p.weights[j])]),
             total_work_fact(p, v),
-            probed("posted_due_dates", "read_posted_due_date", f"The {v['sticker']} posts these due dates (an outside "
-                   f"estimate, not the true due date): {posted}.", p.sticker_due_dates),
+            probed("posted_figures", SHEET, f"The {v['sticker']} posts these processing times, due dates and "
+                   f"weights of each {v['job']}, in that order (outside estimates, not the true figures): {posted}.",
+                   [*p.sticker_processing_times, *p.sticker_due_dates, *p.sticker_weights]),
             rule("left_out", f"A {v['job']} left out of the sequence when the episode ends is charged as if it "
                  f"completed at the total processing time of all {v['jobs']}, the latest any {v['job']} can "
                  "complete."),
@@ -335,50 +377,51 @@ class Tardiness(JobFamily, Mechanism[TardinessParams]):
                  f"{v['job']} left out of it is charged as a left-out {v['job']}."),
         ]
 
-    def probe_order(self, params: TardinessParams) -> list[Action]:
-        """The total work first (it fixes the mean processing time of the jobs not probed), then each job, the
-        earliest posted due date first."""
-        p = params
-        return probe_plan(sorted(range(1, p.jobs + 1), key=lambda j: (p.sticker_due_dates[j - 1], j)))
+    def probe_order(self, known: Knowledge) -> list[Action]:
+        """Each job, the heaviest posted weight first (what a late job's every time unit costs), then the total
+        work."""
+        weights = posted(known, "posted_weights") or [0.0] * known.public["jobs"]
+        order = sorted(range(1, len(weights) + 1), key=lambda j: (-weights[j - 1], j))
+        return [*job_probes(order), Action(op="probe_total_work")]
 
-    def believed(self, params: TardinessParams, probed: list[Action]) -> TardinessParams:
-        """Probed jobs are true; a job not probed has its posted due date, the mean weight of the probed jobs (5
-        when none is) and an equal share of the work not yet accounted for (the total work when probed, else the
-        mean processing time of the probed jobs, 10 when none is)."""
-        p = params
-        seen = survey(p, probed)
-        processing = float(np.mean([p.processing_times[j - 1] for j in seen.known])) if seen.known else 10.0
-        if seen.left is not None:
-            processing = max(1e-6, seen.left / len(seen.rest))
-        return TardinessParams(processing_times=seen.pick(p.processing_times, [processing] * p.jobs),
-                               due_dates=seen.pick(p.due_dates, p.sticker_due_dates),
-                               weights=seen.pick(p.weights, [seen.weight] * p.jobs),
-                               sticker_due_dates=list(p.sticker_due_dates))
+    def believed(self, known: Knowledge) -> TardinessParams:
+        """Verified jobs are true; a job not verified has its posted due date, time and weight (when the sheet was
+        not read: the mean verified figure, or 10 and 5, and half the believed total work as its due date), the
+        times scaled so that the jobs not verified add up to the work not yet accounted for when the total work was
+        probed."""
+        seen = verified(known)
+        mean = {key: mean_or([float(o[key]) for o in seen.values()], guess)
+                for key, guess in (("processing_time", GUESSED_TIME), ("weight", GUESSED_WEIGHT))}
+        times = scaled_to_total(known, seen, believed_figure(known, seen, "processing_time", mean["processing_time"]))
+        due_guess = mean_or([float(o["due_date"]) for o in seen.values()], sum(times) / 2)
+        return TardinessParams(processing_times=times, due_dates=believed_figure(known, seen, "due_date", due_guess),
+                               weights=believed_figure(known, seen, "weight", mean["weight"]))
 
-    def heuristic_actions(self, params: TardinessParams) -> dict[str, list[Action]]:
-        """edd_surveyed: survey every job, then earliest true due date first. wspt_surveyed: survey every job, then
-        the shortest processing time per unit of weight first (Smith's rule). edd_most_surveyed: survey the two
-        thirds of the jobs posted as due earliest, then earliest due date first (true where surveyed, posted
-        elsewhere). wspt_most_surveyed: the same surveys, the surveyed jobs first by Smith's rule, then the rest by
-        posted due date."""
-        p = params
-        jobs = range(1, p.jobs + 1)
-        surveys = job_probes(jobs)
-        by_posted = sorted(jobs, key=lambda j: (p.sticker_due_dates[j - 1], j))
-        most = by_posted[: (2 * p.jobs + 2) // 3]
-        known = set(most)
-        edd = sorted(jobs, key=lambda j: (p.due_dates[j - 1], j))
-        edd_most = sorted(jobs, key=lambda j: (p.due_dates[j - 1] if j in known else p.sticker_due_dates[j - 1], j))
-        wspt_most = [*smith(p, most), *(j for j in by_posted if j not in known)]
-        most_surveys = job_probes(most)
-        release = Action(op="release_sequence")
+    def heuristic_policies(self) -> dict[str, Policy]:
+        """Naive agents.
+        - atc_posted: reads the sheet, trusts it and builds the sequence by apparent tardiness cost (see
+          ``apparent_tardiness_cost``);
+        - edd_listed: reads the sheet, inspects jobs' order sheets in number order while the turns leave room to
+          sequence and release, then the earliest due date first, a job not inspected as posted;
+        - wspt_listed: the same, then Smith's rule (shortest processing time per unit of weight first);
+        - atc_listed: the same, then apparent tardiness cost."""
 
-        def plan(order: list[int]) -> list[Action]:
-            return [Action(op="schedule_jobs", args={"jobs": list(order)}), release]
+        def listed(arrange) -> Policy:
+            def policy(seat: Seat) -> None:
+                seat.call(SHEET)
+                verify_while(seat, range(1, seat.known.public["jobs"] + 1), 2)
+                seat.play(sequence_actions(arrange(self.believed(seat.known))))
 
-        return {"edd_surveyed": [*surveys, *plan(edd)], "wspt_surveyed": [*surveys, *plan(smith(p, jobs))],
-                "edd_most_surveyed": [*most_surveys, *plan(edd_most)],
-                "wspt_most_surveyed": [*most_surveys, *plan(wspt_most)]}
+            return policy
+
+        def atc_posted(seat: Seat) -> None:
+            seat.call(SHEET)
+            seat.play(sequence_actions(apparent_tardiness_cost(self.believed(seat.known))))
+
+        return {"atc_posted": atc_posted,
+                "edd_listed": listed(lambda b: sorted(range(1, b.jobs + 1), key=lambda j: (b.due_dates[j - 1], j))),
+                "wspt_listed": listed(lambda b: smith(b.processing_times, b.weights, range(1, b.jobs + 1))),
+                "atc_listed": listed(apparent_tardiness_cost)}
 
     def secret_numbers(self, params: TardinessParams) -> list[float]:
         p = params
@@ -386,6 +429,29 @@ class Tardiness(JobFamily, Mechanism[TardinessParams]):
 
     def public_numbers(self, params: TardinessParams) -> list[float]:
         return [0, params.jobs, *range(1, params.jobs + 1)]  # 0: the time the machine starts
+
+
+def apparent_tardiness_cost(p: TardinessParams) -> list[int]:
+    """The sequence built job by job by apparent tardiness cost (Vepsalainen and Morton, look-ahead 2): next the job
+    of the highest w / p exp(-max(0, d - p - t) / (2 mean p)) at the time t the sequence so far ends (ties: the lower
+    number)."""
+    scale = 2.0 * p.total_work / p.jobs
+    left, clock, order = set(range(1, p.jobs + 1)), 0.0, []
+    def urgency(j: int, clock: float) -> tuple[float, int]:
+        slack = max(0.0, p.due_dates[j - 1] - p.processing_times[j - 1] - clock)
+        return (-p.weights[j - 1] / p.processing_times[j - 1] * math.exp(-slack / scale), j)
+
+    while left:
+        job = min(left, key=lambda j: urgency(j, clock))
+        order.append(job)
+        left.remove(job)
+        clock += p.processing_times[job - 1]
+    return order
+
+
+def sequence_actions(sequence: list[int]) -> list[Action]:
+    """A sequence in one bulk call, then the release."""
+    return [Action(op="schedule_jobs", args={"jobs": list(sequence)}), Action(op="release_sequence")]
 
 
 register(Tardiness())

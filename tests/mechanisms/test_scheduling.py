@@ -1,6 +1,6 @@
-"""scheduling: exactness against brute force and assignment enumeration, replay, the unassigned charge, the
-default, the bulk decision, facts, belief, the informed and heuristic agents, tiers and admission, refusals, data
-form."""
+"""scheduling: exactness against brute force and assignment enumeration, replay, the unassigned charge, the ledger,
+the posted sheet, the default, the bulk decision, facts, belief, the informed and heuristic agents, tiers and
+admission, refusals, data form."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ import pytest
 
 import mechanisms
 from envs.admission import admit, hidden_leaks
-from envs.difficulty import informed_actions
+from envs.environment import Environment
+from mechanisms import players
 from mechanisms.base import ActionError
+from mechanisms.players import Seat, run_policy
 from mechanisms.scheduling import SchedulingParams, late_completion, schedule_cost, wspt_order
 from schemas.envspec import Action
 from setter.corpus import VOCAB_KEYS
@@ -66,14 +68,16 @@ def test_contract_shape():
     ops = M.operations(p)
     kinds = {op.kind for op in ops}
     assert len(ops) >= 10 and kinds == {"probe", "info", "decision", "clock"}
-    assert [(op.name, op.estimates) for op in ops if op.decoy] == [("read_sticker", "processing_time")]
+    assert [(op.name, op.estimates, op.args) for op in ops if op.decoy] == [("read_posted_jobs", "processing_time", {})]
     assert "finish" in {op.name for op in ops} and len({op.name for op in ops}) == len(ops)
     for op in ops:
         for name, arg in op.args.items():
             assert arg.type == ("array" if name == "jobs" else "integer") and arg.minimum == 1
             assert arg.maximum == (p.machines if name == "machine" else p.jobs)
-    assert M.group == "far_ood_probe" and M.version == 2
-    assert M.probe_allowance(p) == p.jobs + 1 == len(M.probe_order(p))  # every probe; the tiers grant a share
+    assert M.group == "far_ood_probe" and M.version == 3
+    known = M.knowledge(p)
+    assert known.public == {"jobs": p.jobs, "machines": p.machines}
+    assert M.probe_allowance(p) == p.jobs + 1 == len(M.probe_order(known))  # every probe; the tiers grant a share
     for size, horizon in M.grid():
         assert M.size_range[0] <= size <= M.size_range[1] and M.horizon_range[0] <= horizon <= M.horizon_range[1]
     json.dumps(M.initial_state(p))
@@ -127,8 +131,48 @@ def test_unassigned_jobs_are_charged_at_the_list_scheduling_bound():
     state = M.initial_state(p)
     M.apply(p, state, Action(op="assign_jobs", args={"jobs": [3], "machine": 1}))
     assert M.utility(p, state) == -(3 * 6 + 1 * 8 + 2 * 7)
-    ledger = M.apply(p, state, Action(op="start_run"))
+    reply = M.apply(p, state, Action(op="start_run"))
+    assert reply["finished"] and "total_weighted_completion_time" not in reply  # the outcome comes with the ending
+    ledger = M.ledger(p, state)
     assert ledger["total_weighted_completion_time"] == 3 * 6 + 1 * 8 + 2 * 7 and ledger["unassigned_jobs"] == [1, 2]
+    assert ledger["unassigned_charge"] == 1 * 8 + 2 * 7 and ledger["weighted_completion_by_machine"] == {
+        "machine 1": 18.0, "machine 2": 0.0}
+    assert ledger["makespan"] == 6 and ledger["completion_times"] == {"job 3": 6.0}
+
+
+def test_the_ledger_states_every_part_of_the_total():
+    p = M.params_from_data({"processing_times": [4, 2, 6, 1], "weights": [1, 2, 3, 5], "machines": 2})
+    state = M.initial_state(p)
+    M.apply(p, state, Action(op="assign_jobs", args={"jobs": [4, 3], "machine": 1}))
+    M.apply(p, state, Action(op="assign_jobs", args={"jobs": [2, 1], "machine": 2}))
+    ledger = M.ledger(p, state)
+    assert ledger["completion_times"] == {"job 4": 1, "job 3": 7, "job 2": 2, "job 1": 6}
+    assert ledger["machine_finish_times"] == {"machine 1": 7, "machine 2": 6} and ledger["makespan"] == 7
+    assert ledger["weighted_completion_by_machine"] == {"machine 1": 5 * 1 + 3 * 7, "machine 2": 2 * 2 + 1 * 6}
+    assert ledger["unassigned_charge"] == 0 and ledger["unassigned_jobs"] == []
+    assert ledger["total_weighted_completion_time"] == 26 + 10 == -M.utility(p, state)
+
+
+def test_every_ending_states_the_outcome_in_the_hidden_mode():
+    """The closing call and the budget's last turn both end with the ledger, in the passage's words."""
+    spec = make_spec("scheduling", 0, tier="frontier")
+    for closing in ("start_run", None):
+        env = Environment(spec, "hidden")
+        names = {tool.operation: tool.name for tool in env.tool_specs()}
+        for _ in range(spec.turn_budget - 1):
+            env.step(names["read_posted_jobs"], {})
+        last = env.step(names[closing] if closing else names["read_posted_jobs"], {})
+        assert env.done and last["outcome"]["episode over"] == ("finished" if closing else "the turns ran out")
+        total = spec.rendering.observation_names["total_weighted_completion_time"]
+        assert last["outcome"][total] == pytest.approx(-env.utility())
+
+
+def test_the_posted_sheet_shows_every_posted_figure_in_one_call():
+    p = _sample(6, 12, 3)
+    sheet = M.apply(p, M.initial_state(p), Action(op="read_posted_jobs"))
+    assert sheet == {"posted_processing_times": {f"job {j + 1}": p.sticker_processing_times[j] for j in range(p.jobs)},
+                     "posted_weights": {f"job {j + 1}": p.sticker_weights[j] for j in range(p.jobs)}}
+    assert p.sticker_processing_times != p.processing_times and p.sticker_weights != p.weights
 
 
 def test_no_partial_or_complete_state_is_worth_more_than_the_optimum():
@@ -144,22 +188,25 @@ def test_no_partial_or_complete_state_is_worth_more_than_the_optimum():
             assert M.utility(p, state) <= u_star + 1e-9
 
 
-def test_default_trusts_the_sticker_and_is_below_the_optimum_inside_the_band():
+def test_default_reads_the_sheet_trusts_it_and_is_below_the_optimum_inside_the_band():
     low, high = M.u0_band
     inside = 0
     for i in range(100):
         p = _sample(i)
         o = M.outcome(p)
-        assert all(a.op in ("assign_jobs", "start_run") for a in o.default_actions)
-        assert len(o.default_actions) <= p.machines + 1
+        assert o.default_actions[0].op == "read_posted_jobs"
+        assert all(a.op in ("assign_jobs", "start_run") for a in o.default_actions[1:])
+        assert len(o.default_actions) <= p.machines + 2
         assert o.u_idle < o.u0 < o.solution.u_star
         g = (o.u0 - o.u_idle) / (o.solution.u_star - o.u_idle)
         inside += low <= g <= high
     assert inside >= 90
-    truthful = M.params_from_data({"processing_times": [1, 2, 3, 4], "weights": [1, 1, 1, 1], "machines": 1})
-    assert M.run(truthful, M.default_actions(truthful)) == M.solve(truthful).u_star  # exact estimates, equal weights
-    weighted = M.params_from_data({"processing_times": [1, 2], "weights": [1, 9], "machines": 1})
-    assert M.default_actions(weighted)[0].args["jobs"] == [1, 2]  # the default knows no weight
+    truthful = M.params_from_data({"processing_times": [1, 2, 3, 4], "weights": [1, 3, 1, 2], "machines": 2})
+    assert M.run(truthful, M.default_actions(truthful)) == M.solve(truthful).u_star  # a true sheet: the optimum
+    posted = M.params_from_data({"processing_times": [1, 2], "weights": [1, 9], "machines": 1,
+                                 "sticker_weights": [9, 1]})
+    assert M.default_actions(posted)[1].args["jobs"] == [1, 2]  # it follows the posted weights, not the true ones
+    assert M.default_actions(posted.model_copy(update={"sticker_weights": [1, 9]}))[1].args["jobs"] == [2, 1]
 
 
 def test_decisions_undo_remove_and_clear():
@@ -198,7 +245,7 @@ def test_invalid_actions_raise_and_leave_the_state_unchanged():
            Action(op="assign_jobs", args={"jobs": [2, 2], "machine": 1}),
            Action(op="assign_jobs", args={"jobs": [2, 1], "machine": 1}),
            Action(op="probe_job", args={"job": None}), Action(op="probe_job", args={"job": float("inf")}),
-           Action(op="read_sticker", args={"job": -3}), Action(op="clear_machine", args={"machine": 0}),
+           Action(op="probe_job", args={"job": 0}), Action(op="clear_machine", args={"machine": 0}),
            Action(op="assign_jobs", args={"jobs": [1], "machine": 2 if p.machines > 1 else 1}),
            Action(op="remove_job", args={"job": 2})]
     for s in (state, empty):
@@ -225,6 +272,9 @@ def test_invalid_actions_raise_and_leave_the_state_unchanged():
      "sticker_processing_times"),
     ({"processing_times": [1, 2], "weights": [1, 2], "machines": 1, "sticker_processing_times": [1, -1]},
      "sticker_processing_times must be positive"),
+    ({"processing_times": [1, 2], "weights": [1, 2], "machines": 1, "sticker_weights": [1]}, "sticker_weights"),
+    ({"processing_times": [1, 2], "weights": [1, 2], "machines": 1, "sticker_weights": [0, 1]},
+     "sticker_weights must be positive"),
     ({"processing_times": [], "weights": [], "machines": 1}, "processing_times"),
     ({"processing_times": [1] * 21, "weights": [1] * 21, "machines": 1}, "processing_times"),
     ({"processing_times": [1] * 15, "weights": [1] * 15, "machines": 3}, "at most 14 jobs on three or more"),
@@ -235,9 +285,9 @@ def test_params_from_data_rejects_bad_data(data, message):
         M.params_from_data(data)
 
 
-def test_the_sticker_defaults_to_the_true_processing_times():
-    p = M.params_from_data({"processing_times": [1, 2], "weights": [1, 2], "machines": 1})
-    assert p.sticker_processing_times == [1.0, 2.0]
+def test_the_stickers_default_to_the_true_figures():
+    p = M.params_from_data({"processing_times": [1, 2], "weights": [3, 4], "machines": 1})
+    assert p.sticker_processing_times == [1.0, 2.0] and p.sticker_weights == [3.0, 4.0]
 
 
 def test_facts_state_the_whole_instance_the_unassigned_charge_and_the_hidden_mode_leaks_nothing():
@@ -249,7 +299,7 @@ def test_facts_state_the_whole_instance_the_unassigned_charge_and_the_hidden_mod
     assert f"{p.jobs} jobs, numbered 1 to {p.jobs}, and {p.machines} identical machines" in text
     for j in range(p.jobs):
         assert f"{j + 1}: {p.processing_times[j]:g}, {p.weights[j]:g}" in text
-        assert f"{j + 1}: {p.sticker_processing_times[j]:g}" in text
+        assert f"{j + 1}: {p.sticker_processing_times[j]:g}, {p.sticker_weights[j]:g}" in text
     keys = {fact.key for fact in facts}
     assert set(REQUIRED_RULES) | {"left_out", "total_work", "jobs", "timing"} <= keys
     left_out = next(f for f in facts if f.key == "left_out").statement
@@ -317,8 +367,8 @@ def test_solver_matches_assignment_enumeration_with_smiths_rule_at_larger_sizes(
 
 def test_the_tiers_grant_a_share_of_every_probe_and_stay_within_the_knobs():
     tiers = M.tiers()
-    assert tiers["easy"].probe_share == tiers["medium"].probe_share == 1.0
-    assert 0 < tiers["frontier"].probe_share < tiers["hard"].probe_share < 1.0
+    assert tiers["easy"].probe_share == 1.0  # everything fits; below, the agent must choose what to verify
+    assert 0 < tiers["frontier"].probe_share < tiers["hard"].probe_share < tiers["medium"].probe_share < 1.0
     for tier in tiers.values():
         for size, horizon in tier.grid:
             assert M.size_range[0] <= size <= M.size_range[1] and M.horizon_range[0] <= horizon <= M.horizon_range[1]
@@ -334,27 +384,50 @@ def test_the_informed_agent_reaches_one_when_every_probe_fits(knobs):
     for i in range(3 if knobs[0] < 14 else 1):
         p = _sample(400 + i, *knobs)
         budget = _budget(p)
-        actions = informed_actions(M, p, budget)
-        assert len(actions) <= budget
-        u, _, errors = M.play(p, actions, budget)
-        assert errors == 0 and u == pytest.approx(M.solve(p).u_star, abs=1e-9)
+        actions, u = run_policy(M, p, players.informed(M), budget)
+        assert len(actions) <= budget and actions[0].op == "read_posted_jobs"
+        assert M.play(p, actions, budget) == (u, len(actions), 0)
+        assert u == pytest.approx(M.solve(p).u_star, abs=1e-9)
 
 
-def test_belief_with_every_probe_is_the_truth_and_with_none_uses_no_hidden_value():
+def _knowing(p: SchedulingParams, calls: list[Action]):
+    """What a player knows after these calls (each on the instance, in order)."""
+    seat = Seat(M, p)
+    seat.play(calls)
+    return seat.known
+
+
+def test_belief_comes_from_what_was_seen_verified_jobs_true_the_rest_as_posted():
     for i in range(5):
         p = _sample(500 + i, 10, 3)
-        assert M.believed(p, M.probe_order(p)) == p
-        blind = M.believed(p, [])
-        assert blind.processing_times == p.sticker_processing_times and blind.weights == [5.0] * p.jobs
+        sheet = [Action(op="read_posted_jobs")]
+        every = _knowing(p, [*sheet, *M.probe_order(M.knowledge(p))])
+        assert M.believed(every).processing_times == p.processing_times and M.believed(every).weights == p.weights
+        trusting = M.believed(_knowing(p, sheet))
+        assert trusting.processing_times == p.sticker_processing_times and trusting.weights == p.sticker_weights
+        blind = M.believed(_knowing(p, []))
+        assert blind.processing_times == [10.0] * p.jobs and blind.weights == [5.0] * p.jobs
+        # another instance with the same posted sheet: the same belief (the belief reads no hidden figure)
         changed = p.model_copy(update={"processing_times": [x + 3 for x in p.processing_times],
                                        "weights": [x * 2 for x in p.weights]})
-        assert M.believed(changed, []) == blind
-        some = M.probe_order(p)[:4]
-        partly = M.believed(p, some)
-        for action in some[1:]:
-            j = action.args["job"] - 1
-            assert (partly.processing_times[j], partly.weights[j]) == (p.processing_times[j], p.weights[j])
-        assert sum(partly.processing_times) == pytest.approx(p.total_work)  # the total work was probed first
+        assert M.believed(_knowing(changed, sheet)) == trusting
+        some = [Action(op="probe_job", args={"job": j}) for j in (2, 5, 7)]
+        partly = M.believed(_knowing(p, [*sheet, *some]))
+        for j in range(1, p.jobs + 1):
+            times, weights = ((p.processing_times, p.weights) if j in (2, 5, 7)
+                              else (p.sticker_processing_times, p.sticker_weights))
+            assert (partly.processing_times[j - 1], partly.weights[j - 1]) == (times[j - 1], weights[j - 1])
+        scaled = M.believed(_knowing(p, [*sheet, Action(op="probe_total_work"), *some]))
+        assert sum(scaled.processing_times) == pytest.approx(p.total_work)  # the rest scaled to the work left
+        assert scaled.weights == partly.weights
+
+
+def test_the_informed_agent_verifies_the_most_posted_weighted_work_first():
+    p = M.params_from_data({"processing_times": [5, 5, 5, 5], "weights": [1, 1, 1, 1], "machines": 2,
+                            "sticker_processing_times": [2, 10, 4, 3], "sticker_weights": [9, 1, 3, 2]})
+    known = _knowing(p, [Action(op="read_posted_jobs")])
+    assert [a.args.get("job") for a in M.probe_order(known)] == [1, 3, 2, 4, None]  # 18, 12, 10, 6, the total
+    assert [a.args.get("job") for a in M.listing_order(known)] == [1, 2, 3, 4, None]
 
 
 @pytest.mark.parametrize("knobs", [(6, 2), (10, 4), (18, 2)])
@@ -362,14 +435,18 @@ def test_heuristics_play_within_idle_and_optimum(knobs):
     for i in range(3):
         p = _sample(600 + i, *knobs)
         o = M.outcome(p)
-        heuristics = M.heuristic_actions(p)
-        assert set(heuristics) == {"smith_dealt_surveyed", "spt_surveyed", "wspt_half_surveyed"}
+        heuristics = M.heuristic_policies()
+        assert set(heuristics) == {"smith_dealt_posted", "wspt_listed", "spt_listed"}
         for share in (1.0, 0.3):
             budget = _budget(p, share)
-            for name, actions in heuristics.items():
-                u, turns, errors = M.play(p, actions, budget)
-                assert errors == 0 and turns <= budget
+            for name, policy in heuristics.items():
+                actions, u = run_policy(M, p, policy, budget)
+                assert len(actions) <= budget and M.play(p, actions, budget) == (u, len(actions), 0)
                 assert o.u_idle - 1e-9 <= u <= o.solution.u_star + 1e-9, name
+        listed, _ = run_policy(M, p, heuristics["wspt_listed"], _budget(p, 0.3))
+        timed = [a.args["job"] for a in listed if a.op == "probe_job"]
+        assert listed[0].op == "read_posted_jobs" and timed == list(range(1, len(timed) + 1))  # in number order
+        assert listed[-1].op == "start_run" and len(listed) == _budget(p, 0.3)  # room kept to queue and start
 
 
 @pytest.mark.parametrize("tier", ["easy", "medium", "hard", "frontier"])

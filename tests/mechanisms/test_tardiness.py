@@ -1,5 +1,6 @@
-"""tardiness: exactness against enumeration and branch and bound, replay, the left-out charge, the default, the bulk
-decision, facts, belief, the informed and heuristic agents, tiers and admission, refusals, data form."""
+"""tardiness: exactness against enumeration and branch and bound, replay, the left-out charge, the ledger, the posted
+sheet, the default, the bulk decision, facts, belief, the informed and heuristic agents, tiers and admission,
+refusals, data form."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import pytest
 
 import mechanisms
 from envs.admission import admit, hidden_leaks
-from envs.difficulty import informed_actions
+from envs.environment import Environment
+from mechanisms import players
 from mechanisms.base import ActionError
-from mechanisms.tardiness import TardinessParams, sequence_cost
+from mechanisms.players import Seat, run_policy
+from mechanisms.tardiness import TardinessParams, apparent_tardiness_cost, sequence_cost
 from schemas.envspec import Action
 from setter.corpus import VOCAB_KEYS
 from setter.spec import turn_budget
@@ -59,14 +62,16 @@ def test_contract_shape():
     p = _sample(0)
     ops = M.operations(p)
     assert len(ops) >= 10 and {op.kind for op in ops} == {"probe", "info", "decision", "clock"}
-    assert [(op.name, op.estimates) for op in ops if op.decoy] == [("read_posted_due_date", "due_date")]
+    assert [(op.name, op.estimates, op.args) for op in ops if op.decoy] == [("read_posted_jobs", "due_date", {})]
     assert "finish" in {op.name for op in ops} and len({op.name for op in ops}) == len(ops)
     for op in ops:
         for name, arg in op.args.items():
             assert arg.minimum == 1 and arg.maximum == p.jobs
             assert arg.type == ("array" if name == "jobs" else "integer")
-    assert M.group == "far_ood_probe" and M.version == 2
-    assert M.probe_allowance(p) == p.jobs + 1 == len(M.probe_order(p))  # every probe; the tiers grant a share
+    assert M.group == "far_ood_probe" and M.version == 3
+    known = M.knowledge(p)
+    assert known.public == {"jobs": p.jobs}
+    assert M.probe_allowance(p) == p.jobs + 1 == len(M.probe_order(known))  # every probe; the tiers grant a share
     json.dumps(M.initial_state(p))
 
 
@@ -114,9 +119,48 @@ def test_left_out_jobs_are_charged_as_finishing_at_the_total_work():
     state = M.initial_state(p)
     M.apply(p, state, Action(op="schedule_jobs", args={"jobs": [1]}))
     assert M.utility(p, state) == -(1 * 1 + 2 * 1 + 3 * 7)
-    ledger = M.apply(p, state, Action(op="release_sequence"))
+    reply = M.apply(p, state, Action(op="release_sequence"))
+    assert reply["finished"] and "total_weighted_tardiness" not in reply  # the outcome comes with the ending
+    ledger = M.ledger(p, state)
     assert ledger["total_weighted_tardiness"] == 1 * 1 + 2 * 1 + 3 * 7 and ledger["unscheduled_jobs"] == [2, 3]
-    assert ledger["late_jobs"] == [1]
+    assert ledger["late_jobs"] == [1] and ledger["weighted_tardiness_by_job"] == {"job 1": 1.0}
+    assert ledger["left_out_charge"] == 2 * 1 + 3 * 7 and ledger["makespan"] == 4
+
+
+def test_the_ledger_states_every_part_of_the_total():
+    p = M.params_from_data({"processing_times": [4, 2, 6, 1], "due_dates": [3, 11, 5, 0], "weights": [1, 2, 3, 5]})
+    state = M.initial_state(p)
+    M.apply(p, state, Action(op="schedule_jobs", args={"jobs": [4, 3, 1, 2]}))
+    ledger = M.ledger(p, state)
+    assert ledger["sequence"] == [4, 3, 1, 2] and ledger["completion_times"] == {"job 4": 1, "job 3": 7, "job 1": 11,
+                                                                               "job 2": 13}
+    assert ledger["late_jobs"] == [4, 3, 1, 2] and ledger["makespan"] == 13 and ledger["left_out_charge"] == 0
+    assert ledger["weighted_tardiness_by_job"] == {"job 4": 5 * 1, "job 3": 3 * 2, "job 1": 1 * 8, "job 2": 2 * 2}
+    assert ledger["total_weighted_tardiness"] == 5 + 6 + 8 + 4 == -M.utility(p, state)
+
+
+def test_every_ending_states_the_outcome_in_the_hidden_mode():
+    """The closing call and the budget's last turn both end with the ledger, in the passage's words."""
+    spec = make_spec("tardiness", 0, tier="frontier")
+    for closing in ("release_sequence", None):
+        env = Environment(spec, "hidden")
+        names = {tool.operation: tool.name for tool in env.tool_specs()}
+        for _ in range(spec.turn_budget - 1):
+            env.step(names["read_posted_jobs"], {})
+        last = env.step(names[closing] if closing else names["read_posted_jobs"], {})
+        assert env.done and last["outcome"]["episode over"] == ("finished" if closing else "the turns ran out")
+        total = spec.rendering.observation_names["total_weighted_tardiness"]
+        assert last["outcome"][total] == pytest.approx(-env.utility())
+
+
+def test_the_posted_sheet_shows_every_posted_figure_in_one_call():
+    p = _sample(6, 12, 3)
+    sheet = M.apply(p, M.initial_state(p), Action(op="read_posted_jobs"))
+    posted = {"posted_due_dates": p.sticker_due_dates, "posted_processing_times": p.sticker_processing_times,
+              "posted_weights": p.sticker_weights}
+    assert sheet == {key: {f"job {j + 1}": x for j, x in enumerate(values)} for key, values in posted.items()}
+    assert p.sticker_due_dates != p.due_dates and p.sticker_processing_times != p.processing_times
+    assert p.sticker_weights != p.weights
 
 
 def test_no_partial_or_complete_state_is_worth_more_than_the_optimum():
@@ -132,18 +176,21 @@ def test_no_partial_or_complete_state_is_worth_more_than_the_optimum():
             assert M.utility(p, state) <= u_star + 1e-9
 
 
-def test_default_is_earliest_posted_due_date_below_the_optimum_inside_the_band():
+def test_default_plays_the_optimum_of_the_posted_sheet_below_the_optimum_inside_the_band():
     low, high = M.u0_band
     inside = 0
     for i in range(100):
         p = _sample(i)
         o = M.outcome(p)
-        assert [a.op for a in o.default_actions] == ["schedule_jobs", "release_sequence"]
-        jobs = o.default_actions[0].args["jobs"]
-        assert [p.sticker_due_dates[j - 1] for j in jobs] == sorted(p.sticker_due_dates)
+        assert [a.op for a in o.default_actions] == ["read_posted_jobs", "schedule_jobs", "release_sequence"]
+        posted = TardinessParams(processing_times=p.sticker_processing_times, due_dates=p.sticker_due_dates,
+                                 weights=p.sticker_weights)
+        assert o.default_actions[1:] == M.solve(posted).optimal_actions  # it trusts every posted figure
         assert o.u_idle < o.u0 < o.solution.u_star
         inside += low <= (o.u0 - o.u_idle) / (o.solution.u_star - o.u_idle) <= high
     assert inside >= 90
+    truthful = M.params_from_data({"processing_times": [3, 1, 2], "due_dates": [2, 1, 6], "weights": [1, 4, 2]})
+    assert M.run(truthful, M.default_actions(truthful)) == M.solve(truthful).u_star  # a true sheet: the optimum
 
 
 def test_the_tightness_level_makes_more_jobs_late():
@@ -185,7 +232,7 @@ def test_invalid_actions_raise_and_leave_the_state_unchanged():
            Action(op="schedule_jobs", args={"jobs": 2}), Action(op="schedule_jobs", args={"jobs": []}),
            Action(op="schedule_jobs", args={"jobs": [2, 2]}), Action(op="schedule_jobs", args={"jobs": [2, 1]}),
            Action(op="probe_job", args={"job": None}), Action(op="probe_job", args={"job": float("inf")}),
-           Action(op="read_posted_due_date", args={"job": -3}), Action(op="remove_job", args={"job": 2}),
+           Action(op="probe_job", args={"job": 0}), Action(op="remove_job", args={"job": 2}),
            Action(op="schedule_jobs", args={"jobs": [1]}), Action(op="insert_job", args={"job": 1, "position": 1})]
     for s in (state, empty):
         for action in bad:
@@ -211,6 +258,9 @@ def test_invalid_actions_raise_and_leave_the_state_unchanged():
      "sticker_due_dates"),
     ({"processing_times": [1, 2], "due_dates": [1, 2], "weights": [1, 1], "sticker_due_dates": [1, -1]},
      "sticker_due_dates must be non-negative"),
+    ({"processing_times": [1, 2], "due_dates": [1, 2], "weights": [1, 1], "sticker_processing_times": [1, 0]},
+     "sticker_processing_times must be positive"),
+    ({"processing_times": [1, 2], "due_dates": [1, 2], "weights": [1, 1], "sticker_weights": [1]}, "sticker_weights"),
     ({"processing_times": [], "due_dates": [], "weights": []}, "processing_times"),
     ({"processing_times": [1] * 19, "due_dates": [1] * 19, "weights": [1] * 19}, "processing_times"),
     ({"processing_times": [1, 2], "due_dates": [1, 2], "weights": [1, 1], "colour": "red"}, "colour"),
@@ -220,9 +270,10 @@ def test_params_from_data_rejects_bad_data(data, message):
         M.params_from_data(data)
 
 
-def test_the_sticker_defaults_to_the_true_due_dates():
-    p = M.params_from_data({"processing_times": [1, 2], "due_dates": [3, 0], "weights": [1, 1]})
-    assert p.sticker_due_dates == [3.0, 0.0]
+def test_the_stickers_default_to_the_true_figures():
+    p = M.params_from_data({"processing_times": [1, 2], "due_dates": [3, 0], "weights": [4, 5]})
+    assert p.sticker_due_dates == [3.0, 0.0] and p.sticker_processing_times == [1.0, 2.0]
+    assert p.sticker_weights == [4.0, 5.0]
 
 
 def test_facts_state_the_whole_instance_the_left_out_charge_and_the_hidden_mode_leaks_nothing():
@@ -234,7 +285,8 @@ def test_facts_state_the_whole_instance_the_left_out_charge_and_the_hidden_mode_
     assert f"There are {p.jobs} jobs for one machine" in text
     for j in range(p.jobs):
         assert f"{j + 1}: {p.processing_times[j]:g}, {p.due_dates[j]:g}, {p.weights[j]:g}" in text
-        assert f"{j + 1}: {p.sticker_due_dates[j]:g}" in text
+        posted = (p.sticker_processing_times[j], p.sticker_due_dates[j], p.sticker_weights[j])
+        assert f"{j + 1}: {posted[0]:g}, {posted[1]:g}, {posted[2]:g}" in text
     keys = {fact.key for fact in facts}
     assert set(REQUIRED_RULES) | {"left_out", "total_work", "jobs", "timing"} <= keys
     total = next(f for f in facts if f.key == "total_work")
@@ -280,8 +332,8 @@ def test_a_thousand_random_actions_raise_nothing_but_action_error():
 
 def test_the_tiers_grant_a_share_of_every_probe_and_stay_within_the_knobs():
     tiers = M.tiers()
-    assert tiers["easy"].probe_share == tiers["medium"].probe_share == 1.0
-    assert 0 < tiers["frontier"].probe_share < tiers["hard"].probe_share < 1.0
+    assert tiers["easy"].probe_share == 1.0  # everything fits; below, the agent must choose what to verify
+    assert 0 < tiers["frontier"].probe_share < tiers["hard"].probe_share < tiers["medium"].probe_share < 1.0
     for tier in tiers.values():
         for size, horizon in tier.grid:
             assert M.size_range[0] <= size <= M.size_range[1] and M.horizon_range[0] <= horizon <= M.horizon_range[1]
@@ -296,29 +348,61 @@ def test_the_informed_agent_reaches_one_when_every_probe_fits(knobs):
     for i in range(3 if knobs[0] < 16 else 1):
         p = _sample(400 + i, *knobs)
         budget = _budget(p)
-        actions = informed_actions(M, p, budget)
-        assert len(actions) <= budget
-        u, _, errors = M.play(p, actions, budget)
-        assert errors == 0 and u == pytest.approx(M.solve(p).u_star, abs=1e-9)
+        actions, u = run_policy(M, p, players.informed(M), budget)
+        assert len(actions) <= budget and actions[0].op == "read_posted_jobs"
+        assert M.play(p, actions, budget) == (u, len(actions), 0)
+        assert u == pytest.approx(M.solve(p).u_star, abs=1e-9)
 
 
-def test_belief_with_every_probe_is_the_truth_and_with_none_uses_no_hidden_value():
+def _knowing(p: TardinessParams, calls: list[Action]):
+    """What a player knows after these calls (each on the instance, in order)."""
+    seat = Seat(M, p)
+    seat.play(calls)
+    return seat.known
+
+
+def test_belief_comes_from_what_was_seen_verified_jobs_true_the_rest_as_posted():
     for i in range(5):
         p = _sample(500 + i, 10, 3)
-        assert M.believed(p, M.probe_order(p)) == p
-        blind = M.believed(p, [])
-        assert blind.due_dates == p.sticker_due_dates
+        sheet = [Action(op="read_posted_jobs")]
+        every = M.believed(_knowing(p, [*sheet, *M.probe_order(M.knowledge(p))]))
+        assert (every.processing_times, every.due_dates, every.weights) == (p.processing_times, p.due_dates, p.weights)
+        trusting = M.believed(_knowing(p, sheet))
+        assert (trusting.processing_times, trusting.due_dates, trusting.weights) == (
+            p.sticker_processing_times, p.sticker_due_dates, p.sticker_weights)
+        blind = M.believed(_knowing(p, []))
+        assert blind.processing_times == [10.0] * p.jobs and blind.weights == [5.0] * p.jobs
+        assert blind.due_dates == [5.0 * p.jobs] * p.jobs  # half the believed total work
+        # another instance with the same posted sheet: the same belief (the belief reads no hidden figure)
         changed = p.model_copy(update={"processing_times": [x + 3 for x in p.processing_times],
                                        "due_dates": [x + 5 for x in p.due_dates],
                                        "weights": [x * 2 for x in p.weights]})
-        assert M.believed(changed, []) == blind
-        some = M.probe_order(p)[:4]
-        partly = M.believed(p, some)
-        for action in some[1:]:
-            j = action.args["job"] - 1
-            assert (partly.processing_times[j], partly.due_dates[j], partly.weights[j]) == (
-                p.processing_times[j], p.due_dates[j], p.weights[j])
-        assert sum(partly.processing_times) == pytest.approx(p.total_work)  # the total work was probed first
+        assert M.believed(_knowing(changed, sheet)) == trusting
+        some = [Action(op="probe_job", args={"job": j}) for j in (2, 5, 7)]
+        partly = M.believed(_knowing(p, [*sheet, *some]))
+        for j in range(1, p.jobs + 1):
+            figures = (partly.processing_times[j - 1], partly.due_dates[j - 1], partly.weights[j - 1])
+            if j in (2, 5, 7):
+                assert figures == (p.processing_times[j - 1], p.due_dates[j - 1], p.weights[j - 1])
+            else:
+                assert figures == (p.sticker_processing_times[j - 1], p.sticker_due_dates[j - 1],
+                                   p.sticker_weights[j - 1])
+        scaled = M.believed(_knowing(p, [*sheet, Action(op="probe_total_work"), *some]))
+        assert sum(scaled.processing_times) == pytest.approx(p.total_work)  # the rest scaled to the work left
+        assert scaled.due_dates == partly.due_dates and scaled.weights == partly.weights
+
+
+def test_the_informed_agent_verifies_the_heaviest_posted_weight_first():
+    p = M.params_from_data({"processing_times": [5, 5, 5, 5], "due_dates": [1, 2, 3, 4], "weights": [1, 1, 1, 1],
+                            "sticker_weights": [2, 9, 2, 4]})
+    known = _knowing(p, [Action(op="read_posted_jobs")])
+    assert [a.args.get("job") for a in M.probe_order(known)] == [2, 4, 1, 3, None]  # the total work last
+    assert [a.args.get("job") for a in M.listing_order(known)] == [1, 2, 3, 4, None]
+
+
+def test_apparent_tardiness_cost_puts_the_urgent_heavy_job_first():
+    p = M.params_from_data({"processing_times": [4, 4, 4], "due_dates": [100, 4, 4], "weights": [1, 1, 5]})
+    assert apparent_tardiness_cost(p) == [3, 2, 1]
 
 
 @pytest.mark.parametrize("knobs", [(5, 1), (10, 3), (16, 5)])
@@ -326,14 +410,22 @@ def test_heuristics_play_within_idle_and_optimum(knobs):
     for i in range(3):
         p = _sample(600 + i, *knobs)
         o = M.outcome(p)
-        heuristics = M.heuristic_actions(p)
-        assert set(heuristics) == {"edd_surveyed", "wspt_surveyed", "edd_most_surveyed", "wspt_most_surveyed"}
+        heuristics = M.heuristic_policies()
+        assert set(heuristics) == {"atc_posted", "edd_listed", "wspt_listed", "atc_listed"}
         for share in (1.0, 0.3):
             budget = _budget(p, share)
-            for name, actions in heuristics.items():
-                u, turns, errors = M.play(p, actions, budget)
-                assert errors == 0 and turns <= budget
+            for name, policy in heuristics.items():
+                actions, u = run_policy(M, p, policy, budget)
+                assert len(actions) <= budget and M.play(p, actions, budget) == (u, len(actions), 0)
                 assert o.u_idle - 1e-9 <= u <= o.solution.u_star + 1e-9, name
+        listed, _ = run_policy(M, p, heuristics["edd_listed"], _budget(p, 0.3))
+        inspected = [a.args["job"] for a in listed if a.op == "probe_job"]
+        assert listed[0].op == "read_posted_jobs" and inspected == list(range(1, len(inspected) + 1))
+        assert [a.op for a in listed[-2:]] == ["schedule_jobs", "release_sequence"]  # room kept to act
+        due = [p.due_dates[j - 1] if j in inspected else p.sticker_due_dates[j - 1] for j in range(1, p.jobs + 1)]
+        assert [due[j - 1] for j in listed[-2].args["jobs"]] == sorted(due)  # earliest believed due date first
+        everything, _ = run_policy(M, p, heuristics["edd_listed"], _budget(p))
+        assert [p.due_dates[j - 1] for j in everything[-2].args["jobs"]] == sorted(p.due_dates)
 
 
 @pytest.mark.parametrize("tier", ["easy", "medium", "hard", "frontier"])
