@@ -27,7 +27,7 @@ from typing import Any, Protocol, get_args
 import numpy as np
 
 import mechanisms
-from envs.agents import play, tool_call, random_agent, random_arguments
+from envs.agents import play, random_agent, random_arguments, tool_call
 from envs.completeness import Incomplete, bound_observations, check_completeness, observed_numbers
 from envs.difficulty import INFORMED, MIN_INFORMED_SCORE, NAIVE_PROBER, measure
 from envs.environment import ENDING_KEY, Environment

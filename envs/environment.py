@@ -46,8 +46,8 @@ class Environment:
         self._env_id: str | None = env_id
         self.mechanism = mechanisms.get(spec.family)
         if self.mechanism.version != spec.version:
-            raise ValueError(f"this {spec.family} environment was generated for version {spec.version} of the family and "
-                             f"this code plays version {self.mechanism.version} (its tools or dynamics changed): "
+            raise ValueError(f"this {spec.family} environment was generated for version {spec.version} of the family "
+                             f"and this code plays version {self.mechanism.version} (its tools or dynamics changed): "
                              "generate it again with vhd generate")
         self.params = self.mechanism.params_from_data(spec.params)
         self._tools = {tool.name: tool for tool in spec.rendering.tools}

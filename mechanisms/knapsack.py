@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from mechanisms.base import NEAR_OPTIMAL, ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
-from mechanisms.players import Knowledge, Policy, Seat
 from mechanisms.params import finite, flat, non_negative, one_entry_each, positive, rows_of, stickers_default_to_truth
+from mechanisms.players import Knowledge, Policy, Seat
 from mechanisms.registry import register
 from schemas.envspec import Action
 
