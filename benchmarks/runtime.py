@@ -16,12 +16,16 @@ import json
 import multiprocessing
 import os
 import socket
+import sys
 import threading
 import time
+from pathlib import Path
 
-from envs.agents import oracle
-from envs.catalog import select_specs
-from envs.environment import Environment
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the project's packages before benchmarks/setter.py
+
+from envs.agents import oracle  # noqa: E402 - after the path
+from envs.catalog import select_specs  # noqa: E402
+from envs.environment import Environment  # noqa: E402
 
 
 def scripts(specs, mode: str = "hidden"):

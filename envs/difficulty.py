@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import statistics
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -42,7 +41,7 @@ from envs.scoring import score
 from mechanisms import players
 from mechanisms.base import ONLINE_BASELINE, Mechanism, Outcome, parsed_once
 from mechanisms.players import decisions, run_policy, sheet_calls
-from schemas.envspec import Action, Difficulty, Reference
+from schemas.envspec import Difficulty, Measured, Reference
 
 INFORMED, NAIVE_PROBER = "informed", "naive_prober"
 FRONTIER_HEURISTIC, HARD_HEURISTIC, EASY_HEURISTIC = 0.5, 0.75, 0.9
@@ -90,16 +89,6 @@ def tier_of(heuristic: float, informed: float, fit: float, skill_gap: float = 1.
     if heuristic <= EASY_HEURISTIC or not full:
         return "medium"
     return "easy"
-
-
-@dataclass
-class Measured:
-    """What measuring one environment gives: its difficulty, the recorded baselines' calls, every utility."""
-
-    difficulty: Difficulty
-    informed_actions: list[Action]
-    naive_actions: list[Action]
-    utilities: dict[str, float]
 
 
 def redrawn_paths(mechanism: Mechanism, params, count: int = REDRAWS) -> list:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -172,6 +173,17 @@ class Difficulty(BaseModel):
     heuristic_score: float  # the best heuristic agent's score
     naive_score: float | None = None  # the naive prober's score: verifies figures in listing order
     skill_gap: float | None = None  # informed_score - naive_score: what choosing which figures to verify is worth
+
+
+@dataclass
+class Measured:
+    """What measuring one environment gives (envs.difficulty.measure): its difficulty, the recorded baselines' calls,
+    every player's utility on the drawn path."""
+
+    difficulty: Difficulty
+    informed_actions: list[Action]
+    naive_actions: list[Action]
+    utilities: dict[str, float]
 
 
 class EnvSpec(BaseModel):

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from mechanisms.base import Mechanism, Outcome
-from schemas.envspec import EnvSpec, Reference, Rendering
-
-if TYPE_CHECKING:
-    from envs.difficulty import Measured
+from schemas.envspec import EnvSpec, Measured, Reference, Rendering
 
 
 def turn_budget(mechanism: Mechanism, params, outcome: Outcome, probe_share: float = 1.0) -> int:

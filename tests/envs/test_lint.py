@@ -57,8 +57,8 @@ def test_a_word_of_another_familys_vocabulary_is_refused(spec):
 
 def test_an_internal_identifier_in_an_observation_is_refused(spec):
     broken = spec.model_copy(deep=True)
-    del broken.rendering.observation_names["rating"]  # the sticker tool's observation key is shown as it is
-    _refused(broken, "an observation shows the internal key 'rating'")
+    del broken.rendering.observation_names["ratings"]  # the sticker tool's observation key is shown as it is
+    _refused(broken, "an observation shows the internal key 'ratings'")
 
 
 def test_a_decoy_that_does_not_say_what_it_estimates_is_refused(spec):

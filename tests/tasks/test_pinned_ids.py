@@ -14,7 +14,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PINNED = ROOT / "tests" / "data" / "pinned_env_ids.json"
 PLAN = {"date": "2026-01-01", "count": 39, "families": None}
-HARD_PLAN = {"date": "2026-01-01", "count": 13, "families": None, "difficulty": "hard"}
+# weitzman_search is left out: its hard tier admits about one draw in ten to forty (benchmarks/README.md), so a shard of
+# one may stop short and the run ends partial, which is what the flow must do but not what this plan pins
+HARD_FAMILIES = ("ecommerce_365,facility_location,inventory_dp,knapsack,lp,negotiation,qp,routing,scheduling,"
+                 "sequential_stopping,tardiness,travel_planning")
+HARD_PLAN = {"date": "2026-01-01", "count": 12, "families": HARD_FAMILIES, "difficulty": "hard"}
 
 
 def landed_ids(date: str, count: int, families: str | None, difficulty: str | None = None) -> dict[str, list[str]]:
