@@ -70,9 +70,9 @@ def test_a_short_shard_gets_more_rounds_and_the_flow_lands_the_pinned_ids(prefec
     wh = resolve_warehouse(warehouse)
     ids = run_query(wh, "SELECT env_id FROM environments ORDER BY env_id").column("env_id").to_pylist()
     assert summary["status"] == "completed" and ids == pinned
-    third = {f"{stage}-tardiness-train-0000-r3" for stage in ("sample", "solve", "render", "validate")}
+    third = {f"{stage}-negotiation-train-0000-r3" for stage in ("sample", "solve", "render", "validate")}
     runs = settled_task_runs(summary["flow_run_id"], lambda runs: third <= {r.name for r in runs})
-    assert third | {"validate-tardiness-train-0000-r2"} <= {r.name for r in runs}
+    assert third | {"validate-negotiation-train-0000-r2"} <= {r.name for r in runs}
 
     def third_cached(runs) -> bool:
         return {(r.name, r.state.name) for r in runs if r.state is not None} >= {(name, "Cached") for name in third}
