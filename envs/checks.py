@@ -293,25 +293,23 @@ def decision_leaks(spec: EnvSpec, trajectories: list[list[dict[str, Any]]]) -> s
     for trajectory in trajectories:
         env = Environment(spec, "hidden")
         seen: set[float] = set()
-        before = env.utility()
         for step in trajectory:
-            env.step(step["tool"], step["arguments"])
-            after = env.utility()
             result = step["result"]
+            decided = kinds.get(step["tool"]) == "decision" and isinstance(result, dict) and "error" not in result
+            before = env.utility() if decided else 0.0  # the result is read around decisions only (it may be costly)
+            env.step(step["tool"], step["arguments"])
             if not isinstance(result, dict):
-                before = after
                 continue
             typed = observed_numbers(step["arguments"]) if isinstance(step["arguments"], (dict, list)) else set()
             shown_now = observed_numbers({k: v for k, v in result.items() if k != ENDING_KEY})
-            if kinds.get(step["tool"]) == "decision" and "error" not in result:
-                hidden = set(secret)
+            if decided:
+                after, hidden = env.utility(), set(secret)
                 if not _close(after, before):
                     hidden |= {round(after, 6), round(after - before, 6)} - {0.0}
                 leaked = sorted((shown_now & hidden) - seen - typed - public)
                 if leaked:
                     return f"{step['tool']} shows the hidden figure(s) {leaked[:3]} before any call revealed them"
             seen |= shown_now | typed
-            before = after
     return None
 
 

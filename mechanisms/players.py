@@ -149,19 +149,41 @@ def decisions(known: Knowledge, actions: list[Action]) -> list[Action]:
     return [a for a in actions if known.kind(a.op) in ("decision", "clock")]
 
 
-def prober(mechanism: Mechanism, order: Callable[[Knowledge], list[Action]]) -> Policy:
-    """A policy that reads the posted sheets, verifies figures in `order` (asked again after every call: what a call
-    showed may change what is worth verifying next) while the turns leave room for its plan, re-solving its belief
-    now and then to learn how long the plan is, then acts on what it believes."""
+def _key(action: Action) -> tuple:
+    """An action as a hashable key (list arguments as tuples)."""
+    return action.op, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in action.args.items()))
 
-    def next_call(known: Knowledge) -> Action | None:
-        return next((call for call in order(known) if not known.called(call)), None)
+
+def prober(mechanism: Mechanism, order: Callable[[Knowledge], list[Action]]) -> Policy:
+    """A policy that reads the posted sheets, verifies figures in `order` while the turns leave room for its plan,
+    re-solving its belief now and then to learn how long the plan is, then acts on what it believes. What a call shows
+    may change what is worth verifying next, so the order is asked for again after the first verification and then
+    each time an eighth of what was left has been verified."""
 
     def policy(seat: Seat) -> None:
         read_sheets(seat)
+        made = {_key(action) for action, _ in seat.known.seen}
+        queue: list[Action] = []
+        since, every = 1, 1  # calls since the order was last asked for, and how many may pass before it is again
+
+        def next_call() -> Action | None:
+            nonlocal queue, since, every
+            if since >= every:
+                queue = [call for call in reversed(order(seat.known)) if _key(call) not in made]
+                since, every = 0, max(1, len(queue) // 8)
+            while queue and _key(queue[-1]) in made:
+                queue.pop()
+            return queue.pop() if queue else None
+
+        def verify(call: Action) -> None:
+            nonlocal since
+            seat.call(call)
+            made.add(_key(call))
+            since += 1
+
         plan = mechanism.planned_calls(seat.known, mechanism.believed(seat.known))
         solves = 1
-        call = next_call(seat.known)
+        call = next_call()
         while call is not None and not seat.over:
             room = seat.turns_left - len(plan)
             if room <= 0:
@@ -174,8 +196,8 @@ def prober(mechanism: Mechanism, order: Callable[[Knowledge], list[Action]]) -> 
             for _ in range(int(room)):
                 if call is None or seat.over:
                     break
-                seat.call(call)
-                call = next_call(seat.known)
+                verify(call)
+                call = next_call()
             if call is not None and solves < PLAN_SOLVES:
                 plan, solves = mechanism.planned_calls(seat.known, mechanism.believed(seat.known)), solves + 1
         mechanism.act_on_belief(seat, mechanism.believed(seat.known))
