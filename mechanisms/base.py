@@ -243,10 +243,10 @@ class Mechanism(ABC, Generic[P]):
     def solve(self, params: P) -> Solution:
         """Exact full-information optimum and the actions that reach it."""
 
+    @abstractmethod
     def default_policy(self, seat: Seat) -> None:
         """The default policy (it anchors u0): reads the posted figures, trusts them, splits budgets evenly, never
         verifies a figure. It plays at a seat (mechanisms.players): it knows what its calls showed, nothing else."""
-        raise NotImplementedError(f"{self.id} declares no default_policy")
 
     def default_actions(self, params: P) -> list[Action]:
         """The default policy's calls on these parameters (played without a turn limit)."""
@@ -342,11 +342,11 @@ class Mechanism(ABC, Generic[P]):
         """What an agent knows before its first call: the public view and the tools' schemas."""
         return Knowledge(self.public_view(params), {op.name: op for op in self.operations(params)})
 
+    @abstractmethod
     def believed(self, known: Knowledge) -> P:
         """The parameters as an agent believes them from what it knows (the public view and its calls'
         observations): a verified figure is true, a posted one is what the sheet said, the rest a guess from the
         public structure. It never sees the hidden parameters."""
-        raise NotImplementedError(f"{self.id} declares no believed")
 
     def listing_order(self, known: Knowledge) -> list[Action]:
         """Every probe call in the order the tools list them (what the naive prober verifies, first to last)."""
