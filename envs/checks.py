@@ -35,9 +35,10 @@ from envs.lint import LintError, lint
 from mechanisms.base import ActionError, Mechanism, ParamsError, parsed_once, remembered_solutions
 from mechanisms.players import run_policy
 from schemas.envspec import MODES, RUNTIME_OPERATION_NAMES, Action, EnvSpec, ToolKind
+from setter.corpus import Passage
 from setter.phrasebook import family_phrases
 from setter.spec import build_spec, turn_budget
-from setter.template import TemplateSetter
+from setter.template import TemplateSetter, render
 from setter.tools import argument_schema
 
 RELATIVE_TOLERANCE = 1e-6
@@ -370,6 +371,19 @@ def sample_spec(family: str, index: int, size: int | None = None, horizon: int |
     measured = measure(m, params, outcome, budget, share, tier)
     return build_spec(m, params, outcome, rendering, split="train", size=size, horizon=horizon, seed=seed,
                       setter="template", model=None, budget=budget, measured=measured)
+
+
+def render_in(family: str, passage: Passage, index: int = 0) -> EnvSpec:
+    """One environment of `family` at its default size, told in the words of `passage` (the template setter, no
+    difficulty measures): what the prose audit and the every-domain lint test read."""
+    m = mechanisms.get(family)
+    seed = [7, index]
+    params = m.sample(np.random.default_rng(seed), m.default_size, m.default_horizon)
+    outcome = m.outcome(params)
+    budget = turn_budget(m, params, outcome)
+    rendering = render(m, params, passage, budget)
+    return build_spec(m, params, outcome, rendering, split="train", size=m.default_size, horizon=m.default_horizon,
+                      seed=seed, setter="template", model=None, budget=budget)
 
 
 # --- one family (the conformance suite) --------------------------------------------------------------------------
@@ -725,7 +739,8 @@ def _declarations(m: Mechanism, independent: IndependentReference | None) -> Ite
     """The family declares its facts once, its belief, heuristics and every tier."""
     from mechanisms.facts import REQUIRED_RULES
     from schemas.tiers import TIERS
-    from setter.corpus import VOCAB_KEYS
+    from setter.corpus import BUNDLE_KEYS, VOCAB_KEYS
+    from setter.phrasebook import vocabulary
 
     for hook in ("facts", "believed", "default_policy", "heuristic_policies"):
         if getattr(type(m), hook) is getattr(Mechanism, hook):
@@ -739,7 +754,7 @@ def _declarations(m: Mechanism, independent: IndependentReference | None) -> Ite
     if list(m.tiers()) != list(TIERS):
         yield f"the tiers are {list(m.tiers())}, not {list(TIERS)}"
     params = _sample(m, [13, 0])
-    keys = [f.key for f in m.facts(params, {k: k for k in VOCAB_KEYS})]
+    keys = [f.key for f in m.facts(params, vocabulary({k: k for k in (*VOCAB_KEYS, *BUNDLE_KEYS)}))]
     missing = [key for key in REQUIRED_RULES if key not in keys]
     if missing:
         yield f"the facts state no {missing[0]!r} rule"

@@ -22,6 +22,7 @@ from mechanisms.base import ActionError, operation_calls
 from mechanisms.facts import REQUIRED_RULES, Fact
 from schemas.envspec import EnvSpec, OperationSpec
 from setter.corpus import passage_vocabulary
+from setter.phrasebook import vocabulary
 
 
 class Incomplete(ValueError):
@@ -128,4 +129,5 @@ def check_completeness(spec: EnvSpec, observations: dict[str, list[Any]] | None 
     """The check for one environment, with its family's facts in the vocabulary of its passage."""
     mechanism = mechanisms.get(spec.family)
     params = mechanism.params_from_data(spec.params)
-    check_facts(spec, mechanism.facts(params, passage_vocabulary(spec.rendering.passage_id)), observations)
+    words = vocabulary(passage_vocabulary(spec.rendering.passage_id, spec.family))
+    check_facts(spec, mechanism.facts(params, words), observations)

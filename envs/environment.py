@@ -13,6 +13,7 @@ import mechanisms
 from envs.calculator import CalculatorError, evaluate
 from envs.scoring import score
 from mechanisms.base import ActionError
+from mechanisms.prose import ledger
 from schemas.envspec import DEFAULT_MODE, MODES, SUBMIT_PLAN, EnvSpec, Mode, ToolSpec
 from schemas.strict_json import dumps, loads
 from setter.wording import TEMPLATE_WORDS
@@ -138,8 +139,7 @@ class Environment:
         """The episode's outcome as a ledger states it (the family's objective value and its parts)."""
         why = "finished" if self._ended or self.mechanism.finished(self.state) else "the turns ran out"
         ledger = self.mechanism.ledger(self.params, self.state)
-        return {"episode over": why, **shown({key: _ledger_number(value) for key, value in ledger.items()},
-                                             self._names)}
+        return {"episode over": why, **shown(ledger, self._names)}
 
     def _reply(self, name: str, arguments: Any, observation: dict[str, Any]) -> dict[str, Any]:
         self.trajectory.append({"tool": name, "arguments": arguments, "result": observation})
@@ -230,35 +230,22 @@ def _plan_step(tool: ToolSpec) -> dict[str, Any]:
 ENDING_KEY = "outcome"
 
 
-def _ledger_number(value: Any) -> Any:
-    """A ledger's figure as a ledger prints it: floats to 6 places (no 160.20000000000002), whole ones as integers."""
-    if isinstance(value, float) and value == value and abs(value) != float("inf"):
-        value = round(value, 6)
-        return int(value) if value.is_integer() else value
-    if isinstance(value, dict):
-        return {key: _ledger_number(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_ledger_number(item) for item in value]
-    return value
-
-
 _NUMBERED = re.compile(r"^(.*\S) (\d+)$")
 
 
 def shown(observation: Any, names: dict[str, str]) -> Any:
     """An observation as the agent sees it: every key the rendering names (and every string value that is such a
-    key) in the passage's words; "limit 3" is shown as the name of "limit" followed by 3."""
-    if not names:
-        return observation
+    key) in the passage's words; "limit 3" is shown as the name of "limit" followed by 3. Numbers are shown as a
+    ledger prints them (mechanisms.prose.ledger: 10 not 10.0, 160.2 not 160.20000000000002); they stay numbers."""
     if isinstance(observation, dict):
         return {_shown_key(key, names): shown(value, names) for key, value in observation.items()}
     if isinstance(observation, list):
         if _PLAIN.issuperset(map(type, observation)):  # a row of numbers: nothing to rename
-            return list(observation)
+            return [ledger(value) for value in observation]
         return [shown(value, names) for value in observation]
     if isinstance(observation, str):
         return _shown_key(observation, names)
-    return observation
+    return ledger(observation)
 
 
 _PLAIN = frozenset({int, float, bool, type(None)})

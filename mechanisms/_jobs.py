@@ -14,6 +14,7 @@ from mechanisms.base import ActionError
 from mechanisms.facts import Fact, probed
 from mechanisms.operations import Between, Observation, State, decision, probe
 from mechanisms.players import Knowledge, Seat
+from mechanisms.prose import figure
 from schemas.envspec import Action
 
 Job = Annotated[int, Between(1, "jobs"), "job number"]  # a job number, 1..n
@@ -87,7 +88,7 @@ def probe_total_work(self: Any, p: JobNumbers, state: State) -> Observation:
 def total_work_fact(p: JobNumbers, v: dict[str, str]) -> Fact:
     """The fact probe_total_work reveals."""
     return probed("total_work", "probe_total_work", f"The total processing time of all {v['jobs']} is "
-                  f"{p.total_work:g}.", [p.total_work])
+                  f"{figure(p.total_work)}.", [p.total_work])
 
 
 @decision

@@ -7,6 +7,7 @@ import math
 import numbers
 from typing import Any
 
+from mechanisms.prose import figure
 from schemas.strict_json import LONG_INT_TEXT, is_long_int
 
 
@@ -62,7 +63,7 @@ def require_number(args: dict[str, Any], name: str, low: float, high: float) -> 
     slack = 1e-9 * max([1.0, *(abs(bound) for bound in (low, high) if math.isfinite(bound))])
     if not low - slack <= value <= high + slack:
         if math.isinf(high) or math.isinf(low):  # one-sided: "at least 0", not "between 0 and inf"
-            side = f"at least {low:g}" if math.isinf(high) else f"at most {high:g}"
+            side = f"at least {figure(low)}" if math.isinf(high) else f"at most {figure(high)}"
             raise ActionError(f"argument {name!r} must be {side}, got {_shown(value)}")
-        raise ActionError(f"argument {name!r} must be between {low:g} and {high:g}, got {_shown(value)}")
+        raise ActionError(f"argument {name!r} must be between {figure(low)} and {figure(high)}, got {_shown(value)}")
     return float(min(max(value, low), high))

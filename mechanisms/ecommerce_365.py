@@ -71,6 +71,7 @@ from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, flat, non_negative
 from mechanisms.players import Knowledge, Policy, Seat, decisions
+from mechanisms.prose import a, capital, figure, numbered, plural
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -467,8 +468,8 @@ def _prior_prices(unit_cost: float, levels: int) -> tuple[list[float], list[int]
 
 
 def _num(x: float) -> str:
-    """A number as text without exponent notation or trailing zeros."""
-    return np.format_float_positional(float(x), trim="-")
+    """A number as text, as a ledger prints it (mechanisms.prose.figure)."""
+    return figure(x)
 
 
 def _advance(days: int) -> Action:
@@ -630,7 +631,7 @@ def _report(state: dict[str, Any], first: int, sold: list[int] | None, before: f
 
 class Ecommerce365(Mechanism[EcommerceParams]):
     id = "ecommerce_365"
-    version = 2
+    version = 3  # issue 27: the prose is part of the spec
     group = "external"
     summary = ("run an online store day by day: prices, advertising and stock orders with a lead time, without "
                "going bankrupt; Wagner-Whitin lot-sizing DP on the bankruptcy-free relaxation, certified by replay")
@@ -962,22 +963,23 @@ class Ecommerce365(Mechanism[EcommerceParams]):
         demand = "; ".join(f"{i + 1}: {' '.join(map(str, p.base_demand[i]))}" for i in each)
         sticker = ", ".join(f"{p.sticker_price_level[i]} ({prod} {i + 1})" for i in each)
         return [
-            rule("structure", f"{T} {per}s, numbered 1 to {T}; "
+            rule("structure", f"{numbered(T, per)}; "
                  + (f"{n} {v['products']} (1 to {n}) share one cash balance and start" if n > 1 else
                     f"one {prod} (number 1) starts") + " with no stock, "
                  f"each with {p.price_levels} price levels (1 cheapest) and "
                  f"{p.ad_levels} advertising levels (1 off); an order is at most {p.max_order} units.",
                  T, n, p.price_levels, p.ad_levels, p.max_order),
-            rule("demand", f"A {prod}'s demand on a {per} is floor(base demand x price percent x advertising "
+            rule("demand", f"{capital(a(prod))}'s demand on {a(per)} is floor(base demand x price percent x "
+                           f"advertising "
                  f"percent / 10000) at its levels in force (they start at price level {mid_price}, advertising off, "
                  "and stay until changed); sales = min(demand, stock).", 10000, mid_price),
             rule("cash", f"Each {per} the cash gets the sales and pays the advertising in force, holding on the stock "
-                 f"left at the {per}'s end, the orders placed (fee plus unit cost per unit) and the {per} fee. An "
-                 f"order arrives after its lead time (at most {_longest_lead(T)} {per}s), before that {per}'s sales, "
-                 f"never after {per} {T}. Leftover stock is worth nothing.", _longest_lead(T)),
-            rule("bankruptcy", f"If the cash balance is negative at the end of more than {p.grace_days} {per}s in a "
-                 f"row, {v['place']} is bankrupt and the run ends at once.", p.grace_days),
-            rule("sticker", f"The {v['sticker']} forecasts demand at advertising level {mid_ad} and price levels "
+                 f"left at the {per}'s end, the orders placed (fee plus unit cost per unit) and the {per} fee. "
+                 f"An order arrives after its lead time (at most {_longest_lead(T)} {plural(per)}), before that "
+                 f"{per}'s sales, never after {per} {T}. Leftover stock is worth nothing.", _longest_lead(T)),
+            rule("bankruptcy", f"If the cash balance is negative at the end of more than {p.grace_days} "
+                 f"{plural(per)} in a row, {v['place']} is bankrupt and the run ends at once.", p.grace_days),
+            rule("sticker", f"The {v['source']} forecasts demand at advertising level {mid_ad} and price levels "
                  f"{sticker}, made before {per} 1: the further out, the less reliable.", mid_ad,
                  *p.sticker_price_level),
             probed("terms", "probe_store_terms", f"The {per} fee is {_num(p.daily_fee)} {cur} and the cash "
@@ -985,7 +987,7 @@ class Ecommerce365(Mechanism[EcommerceParams]):
             probed("costs", "probe_costs", f"Costs in {cur} (unit cost, order fee, holding per unit and {per}) per "
                    f"{prod}: {costs}.",
                    [*p.unit_cost, *p.fixed_cost, *p.holding_cost]),
-            probed("lead_times", "probe_lead_time", f"Lead times in {per}s per {prod}: {leads}.", p.lead_time),
+            probed("lead_times", "probe_lead_time", f"Lead times in {plural(per)} per {prod}: {leads}.", p.lead_time),
             probed("price_levels", "probe_price_response", f"Price levels (price in {cur}/percent of base demand "
                    f"kept) per {prod}: {prices}.", [x for i in each for x in (*p.prices[i], *p.price_response[i])]),
             probed("advertising", "probe_ad_response", f"Advertising levels (cost per {per} in {cur}/percent of "
@@ -994,10 +996,10 @@ class Ecommerce365(Mechanism[EcommerceParams]):
                    f"{demand}.", [x for row in p.base_demand for x in row]),
             rule(OBJECTIVE, f"Your result is the cash balance in {cur} after {per} {T}; if {v['place']} goes "
                  f"bankrupt, it is the (negative) cash balance on the {per} it went bankrupt."),
-            rule(END, f"Closing {per} {T} ends the run. Handing over early runs the other {per}s on autopilot: "
+            rule(END, f"Closing {per} {T} ends the run. Handing over early runs the other {plural(per)} on autopilot: "
                  "current prices, advertising off, no new or planned orders (placed ones still arrive), same "
                  "bankruptcy rule."),
-            rule(BUDGET_END, f"If the turns run out before {per} {T} is closed, the other {per}s run on that "
+            rule(BUDGET_END, f"If the turns run out before {per} {T} is closed, the other {plural(per)} run on that "
                  f"autopilot from the current {per} on (its pending orders are dropped)."),
         ]
 

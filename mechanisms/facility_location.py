@@ -45,6 +45,7 @@ from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, flat, non_negative, one_entry_each, positive, rows_of, stickers_default_to_truth
 from mechanisms.players import Knowledge, Policy, Seat
+from mechanisms.prose import figure
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -135,7 +136,7 @@ def _by_site(p: FacilityParams, rates: list[list[float]], customer: int) -> dict
 
 class FacilityLocation(Mechanism[FacilityParams]):
     id = "facility_location"
-    version = 3
+    version = 4  # issue 27: the prose is part of the spec
     group = "far_ood_probe"
     summary = "open candidate sites and assign customers to them at least total cost; exact subset enumeration"
     Params = FacilityParams
@@ -342,23 +343,24 @@ class FacilityLocation(Mechanism[FacilityParams]):
 
     def facts(self, params: FacilityParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
-        demands = "; ".join(f"{j + 1}: {p.demand[j]:g}" for j in range(p.customers))
-        opening = "; ".join(f"{i + 1}: {p.open_cost[i]:g}" for i in range(p.sites))
-        quotes = "; ".join(f"{i + 1}: {p.posted_open_cost[i]:g}" for i in range(p.sites))
-        rows = "; ".join(f"{j + 1}: " + " ".join(f"{p.service_cost[i][j]:g}" for i in range(p.sites))
+        demands = "; ".join(f"{j + 1}: {figure(p.demand[j])}" for j in range(p.customers))
+        opening = "; ".join(f"{i + 1}: {figure(p.open_cost[i])}" for i in range(p.sites))
+        quotes = "; ".join(f"{i + 1}: {figure(p.posted_open_cost[i])}" for i in range(p.sites))
+        rows = "; ".join(f"{j + 1}: " + " ".join(f"{figure(p.service_cost[i][j])}" for i in range(p.sites))
                          for j in range(p.customers))
         return [
             rule("structure", f"There are {p.sites} {v['sites']} that may open, numbered 1 to {p.sites}, and "
                  f"{p.customers} {v['customers']}, numbered 1 to {p.customers}.", p.sites, p.customers),
             rule("demand", f"The demand of each of the {v['customers']}, in units: {demands}.", *p.demand),
-            rule("penalty", f"Each {v['customer']} left unserved costs {p.unserved_penalty:g} {v['currency']} per "
+            rule("penalty", f"Each {v['customer']} left unserved costs {figure(p.unserved_penalty)} "
+                            f"{v['currency']} per "
                  "unit of its demand.", p.unserved_penalty),
             probed("opening_costs", "probe_opening_cost", f"The true cost of opening each {v['site']}, in "
                    f"{v['currency']}: {opening}.", p.open_cost),
             probed("service_costs", "probe_service_costs", f"The true cost per unit of demand of serving each "
                    f"{v['customer']}, from {v['sites']} 1 to {p.sites} in order, in {v['currency']}: {rows}.",
                    [x for row in p.service_cost for x in row]),
-            probed("quotes", "read_posted_opening_costs", f"The {v['sticker']} quotes these opening costs in "
+            probed("quotes", "read_posted_opening_costs", f"The {v['source']} quotes these opening costs in "
                    f"{v['currency']} (an outside estimate, not the true cost): {quotes}.", p.posted_open_cost),
             rule("constraints", f"Every {v['site']} must be open before it serves anyone; each {v['customer']} is "
                  f"served from at most one open {v['site']}, and serving it from another moves it there; closing "
@@ -367,7 +369,7 @@ class FacilityLocation(Mechanism[FacilityParams]):
             rule(OBJECTIVE, f"Your result is minus the total cost in {v['currency']}: the opening costs of the "
                  f"open {v['sites']}, plus, for each served {v['customer']}, its demand times the cost per unit of "
                  f"serving it from its {v['site']}, plus, for each unserved {v['customer']}, its demand times "
-                 f"{p.unserved_penalty:g}.", p.unserved_penalty),
+                 f"{figure(p.unserved_penalty)}.", p.unserved_penalty),
             rule(END, "Committing the plan ends the episode, and so does walking away; either way the plan as it "
                  "stands counts."),
             rule(BUDGET_END, "If the turns run out before you commit, the plan as it stands counts: its open "

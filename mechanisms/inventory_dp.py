@@ -28,6 +28,7 @@ from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import non_negative
 from mechanisms.players import Knowledge, Policy, Seat
+from mechanisms.prose import a, figure, plural, there_are_numbered
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -156,7 +157,7 @@ def _running(state: dict[str, Any]) -> None:
 
 class InventoryDP(Mechanism[InventoryParams]):
     id = "inventory_dp"
-    version = 2
+    version = 3  # issue 27: the prose is part of the spec
     group = "trained"
     summary = "finite-horizon inventory over a hidden demand path; backward Bellman recursion"
     Params = InventoryParams
@@ -380,48 +381,49 @@ class InventoryDP(Mechanism[InventoryParams]):
         if p.backlog:
             shortage = probed("shortage", "probe_shortage_terms",
                               f"Unmet demand waits for later deliveries, up to {p.max_backlog} {v['items']} at a "
-                              f"time, at a waiting cost of {p.backlog_cost:g} {cur} per {v['item']} and {per}; "
-                              f"demand beyond that is lost, at a lost-sale penalty of {p.shortage_penalty:g} {cur} "
+                              f"time, at a waiting cost of {figure(p.backlog_cost)} {cur} per {v['item']} and {per}; "
+                              f"demand beyond that is lost, at a lost-sale penalty of "
+                              f"{figure(p.shortage_penalty)} {cur} "
                               f"per {v['item']}.", [p.max_backlog, p.backlog_cost, p.shortage_penalty])
         else:
             shortage = probed("shortage", "probe_shortage_terms",
                               f"Unmet demand is lost (nothing waits for later deliveries), at a lost-sale penalty "
-                              f"of {p.shortage_penalty:g} {cur} per {v['item']}.", [p.shortage_penalty])
+                              f"of {figure(p.shortage_penalty)} {cur} per {v['item']}.", [p.shortage_penalty])
         return [
-            rule("structure", f"There are {T} {per}s, numbered 1 to {T}. {v['place']} can hold at most "
+            rule("structure", f"{there_are_numbered(T, per)}. {v['place']} can hold at most "
                  f"{p.capacity} {v['items']} after a delivery, one {per}'s order is at most {p.max_order} "
                  f"{v['items']}, and the stock at the start is {p.initial_stock} "
                  f"{v['item'] if p.initial_stock == 1 else v['items']}.",
                  T, p.capacity, p.max_order, p.initial_stock),
             probed("demand", "probe_demand", f"The true demand for {v['items']}, {per} by {per}: {demand}.",
                    p.demand),
-            probed("forecast", "read_forecasts", f"The {v['sticker']} forecasts this demand (an outside estimate, "
+            probed("forecast", "read_forecasts", f"The {v['source']} forecasts this demand (an outside estimate, "
                    f"not the true demand), {per} by {per}: {forecast}.", p.forecast),
-            rule("forecast_reliability", f"The {v['sticker']}'s forecasts were all made before {per} 1: the "
-                 f"further out a {per}, the less reliable its forecast."),
-            probed("price", "probe_price", f"Each {v['item']} sells for {p.price:g} {cur}.", [p.price]),
-            probed("unit_cost", "probe_unit_cost", f"The {v['supplier']} charges {p.unit_cost:g} {cur} per "
+            rule("forecast_reliability", f"The {v['source']}'s forecasts were all made before {per} 1: the "
+                 f"further out {a(per)}, the less reliable its forecast."),
+            probed("price", "probe_price", f"Each {v['item']} sells for {figure(p.price)} {cur}.", [p.price]),
+            probed("unit_cost", "probe_unit_cost", f"The {v['supplier']} charges {figure(p.unit_cost)} {cur} per "
                    f"{v['item']} ordered.", [p.unit_cost]),
-            probed("fixed_cost", "probe_fixed_cost", f"Every {per} with an order pays a fee of {p.fixed_cost:g} "
+            probed("fixed_cost", "probe_fixed_cost", f"Every {per} with an order pays a fee of {figure(p.fixed_cost)} "
                    f"{cur}.", [p.fixed_cost]),
-            probed("holding_cost", "probe_holding_cost", f"Holding costs {p.holding_cost:g} {cur} per {v['item']} "
-                   f"in stock at the end of a {per}.", [p.holding_cost]),
+            probed("holding_cost", "probe_holding_cost", f"Holding costs {figure(p.holding_cost)} {cur} per "
+                   f"{v['item']} in stock at the end of {a(per)}.", [p.holding_cost]),
             shortage,
-            rule("cut_to_fit", f"When several {per}s are closed in one call, an order that would take the stock "
+            rule("cut_to_fit", f"When several {plural(per)} are closed in one call, an order that would take the stock "
                  f"above {p.capacity} {v['items']} is cut to what fits."),
             rule("timing", f"In each {per} the order arrives first; then the demand, and any shortage waiting from "
-                 f"earlier {per}s, is served from stock; the {per}'s costs are booked when it closes."),
+                 f"earlier {plural(per)}, is served from stock; the {per}'s costs are booked when it closes."),
             rule("end_of_run", f"A shortage still waiting after the last {per} is lost, at the lost-sale penalty "
                  f"per {v['item']}."),
-            rule(OBJECTIVE, f"Your result is the total profit over all {per}s, in {cur}: the price times the "
+            rule(OBJECTIVE, f"Your result is the total profit over all {plural(per)}, in {cur}: the price times the "
                  f"{v['items']} sold, minus the unit cost times the {v['items']} ordered, minus the fee of every "
                  f"{per} with an order, minus the holding cost of every {v['item']} in stock at the end of each "
                  f"{per}, minus the waiting cost of every {v['item']} of shortage waiting at the end of each {per}, "
                  f"minus the lost-sale penalty of every {v['item']} of demand lost (shortages still waiting after "
                  f"the last {per} included)."),
-            rule(END, f"Closing the last {per} ends the run. Ending the run early lets the remaining {per}s run "
+            rule(END, f"Closing the last {per} ends the run. Ending the run early lets the remaining {plural(per)} run "
                  "without new orders."),
-            rule(BUDGET_END, f"If the turns run out before the last {per} is closed, the remaining {per}s run "
+            rule(BUDGET_END, f"If the turns run out before the last {per} is closed, the remaining {plural(per)} run "
                  f"without new orders (an order of the current {per} not yet closed is dropped), and the profit is "
                  "counted as above."),
         ]

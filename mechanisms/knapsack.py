@@ -25,6 +25,7 @@ from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, flat, non_negative, one_entry_each, positive, rows_of, stickers_default_to_truth
 from mechanisms.players import Knowledge, Policy, Seat
+from mechanisms.prose import a, figure, numbered, there_are
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -105,7 +106,7 @@ Item = Annotated[int, Between(1, "items"), "item number"]  # an item number, 1..
 
 class Knapsack(Mechanism[KnapsackParams]):
     id = "knapsack"
-    version = 2
+    version = 3  # issue 27: the prose is part of the spec
     group = "near_ood"
     summary = "choose items under several capacity limits to maximise total value; 0/1 integer program"
     Params = KnapsackParams
@@ -255,23 +256,24 @@ class Knapsack(Mechanism[KnapsackParams]):
 
     def facts(self, params: KnapsackParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
-        limits = "; ".join(f"limit {i + 1}: {p.capacities[i]:g}" for i in range(p.dimensions))
-        values = "; ".join(f"{j + 1}: {p.values[j]:g}" for j in range(p.items))
-        needs = "; ".join(f"{j + 1}: [{', '.join(f'{p.weights[i][j]:g}' for i in range(p.dimensions))}]"
+        limits = "; ".join(f"limit {i + 1}: {figure(p.capacities[i])}" for i in range(p.dimensions))
+        values = "; ".join(f"{j + 1}: {figure(p.values[j])}" for j in range(p.items))
+        needs = "; ".join(f"{j + 1}: [{', '.join(f'{figure(p.weights[i][j])}' for i in range(p.dimensions))}]"
                           for j in range(p.items))
-        ratings = "; ".join(f"{j + 1}: {p.sticker_values[j]:g}" for j in range(p.items))
+        ratings = "; ".join(f"{j + 1}: {figure(p.sticker_values[j])}" for j in range(p.items))
         return [
-            rule("structure", f"There are {p.items} {v['candidates']}, numbered 1 to {p.items}, and {p.dimensions} "
-                 f"limit(s) on {v['capacity']}, numbered 1 to {p.dimensions}.", p.items, p.dimensions),
+            rule("structure", f"{there_are(p.items, v['candidate'], v['candidates'])}, numbered 1 to {p.items}, and "
+                 f"{numbered(p.dimensions, 'limit on ' + v['capacity'], 'limits on ' + v['capacity'])}.",
+                 p.items, p.dimensions),
             probed("capacities", "probe_capacity", f"The limits on {v['capacity']}: {limits}.", p.capacities),
             probed("values", "probe_value", f"The true value of each {v['candidate']}, in {v['currency']}: "
                    f"{values}.", p.values),
             probed("needs", "probe_weights", f"The {v['capacity']} each {v['candidate']} needs, limit by limit: "
                    f"{needs}.", [w for row in p.weights for w in row]),
-            probed("ratings", "read_ratings", f"The {v['sticker']} quotes these values in {v['currency']} "
+            probed("ratings", "read_ratings", f"The {v['source']} quotes these values in {v['currency']} "
                    f"(an outside estimate, not the true value): {ratings}.", p.sticker_values),
             rule("constraints", f"Each {v['candidate']} can be shortlisted at most once, and the shortlisted "
-                 f"{v['candidates']} together may not exceed any limit on {v['capacity']}: a {v['candidate']} that "
+                 f"{v['candidates']} together may not exceed any limit on {v['capacity']}: {a(v['candidate'])} that "
                  "would exceed one is refused."),
             rule(OBJECTIVE, f"Your result is the sum of the true values, in {v['currency']}, of the "
                  f"{v['candidates']} on the shortlist when the episode ends."),

@@ -41,6 +41,7 @@ from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, flat, non_negative, stickers_default_to_truth
 from mechanisms.players import Knowledge, Policy, Seat
+from mechanisms.prose import a, capital, count, figure, numbered, plural, there_are
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -142,7 +143,8 @@ def _quantity_bound(p: LPParams) -> float | None:
 
 def _words(name: str, vocab: dict[str, str]) -> str:
     """A row name in the passage's vocabulary."""
-    return re.sub(r"\b(resource|product|period)\b", lambda m: vocab[m.group(1)], name)
+    words = {**vocab, "resource": f"{vocab['resource']} limit"}
+    return re.sub(r"\b(resource|product|period)\b", lambda m: words[m.group(1)], name)
 
 
 def _flat(state: dict[str, Any]) -> np.ndarray:
@@ -197,7 +199,7 @@ Plan = Annotated[list[float], Between(0, _quantity_bound, max_items="n_products"
 
 class LP(Mechanism[LPParams]):
     id = "lp"
-    version = 2
+    version = 3  # issue 27: the prose is part of the spec
     group = "near_ood"
     summary = "plan production over periods under resource limits and demand caps; linear program (HiGHS)"
     Params = LPParams
@@ -447,7 +449,7 @@ class LP(Mechanism[LPParams]):
         t = self._open_period(state)
         violated = _violations(p, state, product, quantity)
         if violated:
-            raise ActionError(f"making {quantity:g} units of product {product} in period {t} would exceed: "
+            raise ActionError(f"making {figure(quantity)} units of product {product} in period {t} would exceed: "
                               + ", ".join(violated))
         state["quantities"][t - 1][product - 1] = quantity
         return {"period": t, "product": product, "quantity": quantity}
@@ -509,37 +511,40 @@ class LP(Mechanism[LPParams]):
         profits, posted, caps, limits, usage = [], [], [], [], []
         for t in range(1, p.periods + 1):
             js = [p.var(t, k) for k in range(1, p.n_products + 1)]
-            profits.append(f"{per} {t}: [{', '.join(f'{p.c[j]:g}' for j in js)}]")
-            posted.append(f"{per} {t}: [{', '.join(f'{p.sticker_profit[j]:g}' for j in js)}]")
+            profits.append(f"{per} {t}: [{', '.join(f'{figure(p.c[j])}' for j in js)}]")
+            posted.append(f"{per} {t}: [{', '.join(f'{figure(p.sticker_profit[j])}' for j in js)}]")
             own = []
             for j in js:
                 cap = [p.b_ub[r["row"]] / p.A_ub[r["row"]][j] for r in rows if r["kind"] == "cap" and r["var"] == j]
-                own.append(f"{min(cap):g}" if cap else "none")
+                own.append(f"{figure(min(cap))}" if cap else "none")
             caps.append(f"{per} {t}: [{', '.join(own)}]")
             resources = self._resources(p, t)
             limits.append(f"{per} {t}: " + ", ".join(
-                f"{_words(names[r['row']], v)}: {p.b_ub[r['row']]:g}" for r in resources))
+                f"{_words(names[r['row']], v)}: {figure(p.b_ub[r['row']])}" for r in resources))
             usage.append(f"{per} {t}: " + "; ".join(
-                f"{_words(names[r['row']], v)}: [" + ", ".join(f"{p.A_ub[r['row']][j]:g}" for j in js) + "]"
+                f"{_words(names[r['row']], v)}: [" + ", ".join(f"{figure(p.A_ub[r['row']][j])}" for j in js) + "]"
                 for r in resources))
         resource_rows = [r["row"] for r in rows if r["kind"] == "resource"]
         cap_values = [p.b_ub[r["row"]] / p.A_ub[r["row"]][r["var"]] for r in rows if r["kind"] == "cap"]
         counts = self._counts(p)
         shared = self._shared(p)
         bound = _quantity_bound(p)
-        limited = ", ".join(f"{n} in {per} {t}" for t, n in enumerate(counts, start=1))
+        limited = ", ".join(f"{count(n, 'limit')} in {per} {t}" for t, n in enumerate(counts, start=1))
         return [
-            rule("structure", f"There are {p.n_products} {v['products']}, numbered 1 to {p.n_products}, and "
-                 f"{p.periods} {per}(s), numbered 1 to {p.periods}. In each {per} you choose how many units of each "
+            rule("structure", f"{there_are(p.n_products, v['product'], v['products'])}, numbered 1 to "
+                              f"{p.n_products}, and "
+                 f"{numbered(p.periods, per)}. In each {per} you choose how many units of each "
                  f"{v['product']} to make (any non-negative amount, fractions allowed), from 0 to "
-                 f"{'any amount' if bound is None else format(bound, 'g')}. Each {per} has its own limits on "
-                 f"{v['resources']}, each numbered from 1 within its {per}: {limited}"
-                 + (f"; {shared} shared limit(s) on {v['resources']} span several {per}s" if shared else "") + ".",
+                 f"{'any amount' if bound is None else figure(bound)}. Each {per} has its own limits on "
+                 f"{v['resources']}, numbered from 1 within its {per}: "
+                 f"{limited}"
+                 + (f"; {count(shared, 'shared limit')} on {v['resources']} span several {plural(per)}"
+                    if shared else "") + ".",
                  p.n_products, p.periods, *counts, *([shared] if shared else []),
                  *([bound] if bound is not None else [])),
             probed("profits", "probe_profit", f"The true profit per unit in {v['currency']}, {v['product']} by "
                    f"{v['product']}: {'; '.join(profits)}.", p.c),
-            probed("posted", "read_profit_stickers", f"The {v['sticker']} posts these profits per unit in "
+            probed("posted", "read_profit_stickers", f"The {v['source']} posts these profits per unit in "
                    f"{v['currency']} (an outside estimate, not the true profit): {'; '.join(posted)}.",
                    p.sticker_profit),
             probed("caps", "probe_demand_caps", f"The most units of each {v['product']} that can be sold, "
@@ -557,12 +562,12 @@ class LP(Mechanism[LPParams]):
                  f"{per} can be set; committing it starts the next."),
             rule(OBJECTIVE, f"Your result is the total profit in {v['currency']}: the sum over every {per} and "
                  f"{v['product']} of the units made times the true profit per unit (a negative profit loses "
-                 f"money on every unit). A {per}'s profit is reported when it is committed; setting a plan reports "
-                 "what was planned and what was lowered by which limit, not its profit."),
+                 f"money on every unit). {capital(a(per))}'s profit is reported when it is committed; setting a "
+                 "plan reports what was planned and what was lowered by which limit, not its profit."),
             rule(END, f"Committing the last {per} ends the episode; closing the books ends it at once, the "
-                 f"current {per}'s plan counting and later {per}s making nothing."),
-            rule(BUDGET_END, f"If the turns run out first, the committed {per}s and the current {per}'s plan "
-                 f"as it stands count, and later {per}s make nothing."),
+                 f"current {per}'s plan counting and later {plural(per)} making nothing."),
+            rule(BUDGET_END, f"If the turns run out first, the committed {plural(per)} and the current {per}'s plan "
+                 f"as it stands count, and later {plural(per)} make nothing."),
         ]
 
     def _counts(self, p: LPParams) -> list[int]:

@@ -67,6 +67,7 @@ from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, one_entry_each
 from mechanisms.players import Knowledge, Policy, Seat
+from mechanisms.prose import a, capital, figure, there_are_numbered
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -139,7 +140,7 @@ Price = Annotated[int, Between("price_low", "price_high"),
 
 class Negotiation(Mechanism[NegotiationParams]):
     id = "negotiation"
-    version = 2
+    version = 3  # issue 27: the prose is part of the spec
     group = "trained"
     summary = "sell one lot to a counterpart with a hidden, anchoring acceptance rule; backward recursion"
     Params = NegotiationParams
@@ -392,7 +393,7 @@ class Negotiation(Mechanism[NegotiationParams]):
         thresholds = "; ".join(f"round {t + 1}: {b}" for t, b in enumerate(p.base_thresholds))
         counters = "; ".join(f"round {t + 1}: {o}" for t, o in enumerate(p.counteroffers))
         return [
-            rule("structure", f"There are {p.deadline} rounds, numbered 1 to {p.deadline}. Asks must lie on the "
+            rule("structure", f"{there_are_numbered(p.deadline, 'round')}. Asks must lie on the "
                  f"price grid from {p.price_low} to {p.price_high} {cur} in steps of {p.price_step}.",
                  p.deadline, p.price_low, p.price_high, p.price_step),
             rule("acceptance", f"In round t the {who} accepts an ask a when a <= min(R, floor((b_t * (100 - "
@@ -416,16 +417,16 @@ class Negotiation(Mechanism[NegotiationParams]):
             probed("counteroffer values", "probe_counteroffer", f"Its counteroffers in {cur}: {counters}.",
                    p.counteroffers),
             probed("round cost", "probe_round_cost", f"Every round used costs {v['organization']} "
-                   f"{p.round_cost:g} {cur}.", [p.round_cost]),
-            probed("fallback", "probe_outside_option", f"Without a {deal} your fallback value is "
-                   f"{p.outside_option:g} {cur}, before round costs.", [p.outside_option]),
-            probed("report", "read_market_report", f"The {v['sticker']} estimates the {who}'s reservation value "
-                   f"at {p.market_report} {cur}; it is an outside estimate, not the truth.", [p.market_report]),
-            rule(OBJECTIVE, f"Your result in {cur} is the {deal} price, or the fallback value without a {deal}, "
+                   f"{figure(p.round_cost)} {cur}.", [p.round_cost]),
+            probed("fallback", "probe_outside_option", f"Without {a(deal)} your fallback value is "
+                   f"{figure(p.outside_option)} {cur}, before round costs.", [p.outside_option]),
+            probed("report", "read_market_report", f"The {v['source']} estimates the {who}'s reservation value "
+                   f"at {figure(p.market_report)} {cur}; it is an outside estimate, not the truth.", [p.market_report]),
+            rule(OBJECTIVE, f"Your result in {cur} is the {deal} price, or the fallback value without {a(deal)}, "
                  "minus the round cost times the number of rounds used (every ask, accepted counteroffer or "
                  "passed round uses one; walking away uses none)."),
-            rule(END, f"A {deal} ends the episode, and so do a break-off, the last round passing without a "
-                 f"{deal}, and walking away; without a {deal} the fallback value minus the round costs spent "
+            rule(END, f"{capital(a(deal))} ends the episode, and so do a break-off, the last round passing without "
+                 f"{a(deal)}, and walking away; without {a(deal)} the fallback value minus the round costs spent "
                  "counts."),
             rule(BUDGET_END, f"If the turns run out before the episode ends, it ends as if you walked away then: "
                  f"no {deal}, and the fallback value minus the round costs spent counts."),

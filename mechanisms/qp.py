@@ -47,6 +47,7 @@ from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, flat, non_negative, rows_of, stickers_default_to_truth
 from mechanisms.players import Knowledge, Policy, Seat
+from mechanisms.prose import figure, numbered, there_are
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -273,7 +274,7 @@ Plan = Annotated[list[float], Between(0, _quantity_bound, max_items="n", min_ite
 
 class QP(Mechanism[QPParams]):
     id = "qp"
-    version = 2
+    version = 3  # issue 27: the prose is part of the spec
     group = "near_ood"
     summary = ("plan production with increasing marginal cost under resource limits; convex quadratic program "
                "(SLSQP, made exact by the KKT system of its active set)")
@@ -419,7 +420,7 @@ class QP(Mechanism[QPParams]):
         over = _over(p, x) if raised else []
         if over:
             names = ", ".join(f"resource {i}" for i in over)
-            raise ActionError(f"making {quantity:g} units of product {product} would exceed the limit of {names}")
+            raise ActionError(f"making {figure(quantity)} units of product {product} would exceed the limit of {names}")
         state["quantities"][product - 1] = quantity
         return {"product": product, "quantity": quantity}
 
@@ -462,15 +463,16 @@ class QP(Mechanism[QPParams]):
     def facts(self, params: QPParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
         bound = _quantity_bound(p)
-        margins = "; ".join(f"{k + 1}: {p.c[k]:g}" for k in range(p.n))
-        decline = "; ".join(f"{k + 1}: [{', '.join(f'{q:g}' for q in p.Q[k])}]" for k in range(p.n))
-        usage = "; ".join(f"{k + 1}: [{', '.join(f'{p.A_ub[i][k]:g}' for i in range(p.m))}]" for k in range(p.n))
-        limits = "; ".join(f"{i + 1}: {p.b_ub[i]:g}" for i in range(p.m))
-        posted = "; ".join(f"{k + 1}: {p.sticker_margin[k]:g}" for k in range(p.n))
+        margins = "; ".join(f"{k + 1}: {figure(p.c[k])}" for k in range(p.n))
+        decline = "; ".join(f"{k + 1}: [{', '.join(f'{figure(q)}' for q in p.Q[k])}]" for k in range(p.n))
+        usage = "; ".join(f"{k + 1}: [{', '.join(f'{figure(p.A_ub[i][k])}' for i in range(p.m))}]" for k in range(p.n))
+        limits = "; ".join(f"{i + 1}: {figure(p.b_ub[i])}" for i in range(p.m))
+        posted = "; ".join(f"{k + 1}: {figure(p.sticker_margin[k])}" for k in range(p.n))
         return [
-            rule("structure", f"There are {p.n} {v['products']}, numbered 1 to {p.n}, and {p.m} limit(s) on "
-                 f"{v['resources']}, numbered 1 to {p.m}. You choose how many units x_k of each {v['product']} k "
-                 f"to make: any amount from 0 to {bound:g}, fractions allowed.", p.n, p.m, bound),
+            rule("structure", f"{there_are(p.n, v['product'], v['products'])}, numbered 1 to {p.n}, and "
+                 f"{numbered(p.m, 'limit on ' + v['resources'], 'limits on ' + v['resources'])}. You choose how "
+                 f"many units x_k of each {v['product']} k "
+                 f"to make: any amount from 0 to {figure(bound)}, fractions allowed.", p.n, p.m, bound),
             probed("margins", "probe_margin", f"The margin of the first unit, c_k, of each {v['product']} k, in "
                    f"{v['currency']}: {margins}.", p.c),
             probed("decline", "probe_curvature", f"The margin decline Q_kl, by how much the margin of "
@@ -479,7 +481,7 @@ class QP(Mechanism[QPParams]):
             probed("usage", "probe_usage", f"The {v['resources']} one unit of each {v['product']} uses, limit by "
                    f"limit: {usage}.", [a for row in p.A_ub for a in row]),
             probed("limits", "probe_limits", f"The limits on {v['resources']}: {limits}.", p.b_ub),
-            probed("posted", "read_posted_margins", f"The {v['sticker']} posts these flat margins per unit in "
+            probed("posted", "read_posted_margins", f"The {v['source']} posts these flat margins per unit in "
                    f"{v['currency']} (an outside estimate of c_k that ignores the decline): {posted}.",
                    p.sticker_margin),
             rule("constraints", f"The {v['resources']} used by the plan (the sum over {v['products']} of x_k times "

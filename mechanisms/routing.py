@@ -52,6 +52,7 @@ from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import stickers_default_to_truth
 from mechanisms.players import Knowledge, Policy, Seat
+from mechanisms.prose import figure
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -73,9 +74,9 @@ def _check_matrix(name: str, matrix: list[list[float]], nodes: int) -> None:
             if not math.isfinite(x):
                 raise ValueError(f"{name}[{i}][{j}] must be a finite number, got {x!r}")
             if x < 0:
-                raise ValueError(f"{name}[{i}][{j}] must be non-negative, got {x:g}")
+                raise ValueError(f"{name}[{i}][{j}] must be non-negative, got {figure(x)}")
         if row[i] != 0:
-            raise ValueError(f"{name}[{i}][{i}] must be zero (the diagonal), got {row[i]:g}")
+            raise ValueError(f"{name}[{i}][{i}] must be zero (the diagonal), got {figure(row[i])}")
 
 
 class RoutingParams(BaseModel):
@@ -291,7 +292,7 @@ Stops = Annotated[list[int], Between(1, "stops", max_items="stops"),
 
 class Routing(Mechanism[RoutingParams]):
     id = "routing"
-    version = 2
+    version = 3  # issue 27: the prose is part of the spec
     group = "trained"
     summary = "drive one vehicle from the depot through every stop and back as briefly as possible; Held-Karp"
     Params = RoutingParams
@@ -482,7 +483,7 @@ class Routing(Mechanism[RoutingParams]):
         n = p.stops
 
         def rows(matrix: list[list[float]]) -> str:
-            return "; ".join(f"from {i}: {' '.join(f'{x:g}' for x in row)}" for i, row in enumerate(matrix))
+            return "; ".join(f"from {i}: {' '.join(f'{figure(x)}' for x in row)}" for i, row in enumerate(matrix))
 
         def off(matrix: list[list[float]]) -> list[float]:
             return [x for i, row in enumerate(matrix) for j, x in enumerate(row) if i != j]
@@ -495,10 +496,10 @@ class Routing(Mechanism[RoutingParams]):
                  f"going by way of another {v['site']}), so a leg's length says nothing sure about any other leg."),
             probed("legs_surveyed", "probe_leg", "The surveyed length of every leg (row = from, position in "
                    f"the row = to, 0 = the depot): {rows(p.distances)}.", off(p.distances)),
-            probed("posted", "read_posted_map", f"The {v['sticker']} quotes these lengths (an estimate, not "
+            probed("posted", "read_posted_map", f"The {v['source']} quotes these lengths (an estimate, not "
                    f"a survey): {rows(p.posted_distances)}.", off(p.posted_distances)),
             probed("penalty", "probe_penalty", f"Every {v['customer']} {v['site']} still unvisited when the round "
-                   f"ends is charged {p.unvisited_penalty:g} length units.", [p.unvisited_penalty]),
+                   f"ends is charged {figure(p.unvisited_penalty)} length units.", [p.unvisited_penalty]),
             rule("driving", f"The {v['vehicle']} drives from where it is to {v['sites']} not yet visited, one or "
                  "a whole list in one call, always along the direct leg; a leg can be taken back (or the whole "
                  "route cleared) before the round ends. The lengths driven are reported when the round ends."),

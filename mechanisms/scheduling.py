@@ -78,6 +78,7 @@ from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, one_entry_each, positive, stickers_default_to_truth
 from mechanisms.players import Knowledge, Policy, Seat
+from mechanisms.prose import a, capital, figure
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -206,7 +207,7 @@ POSTED_TIME_ERROR, POSTED_WEIGHT_ERROR = 0.3, 0.3  # the posted figures' log-nor
 
 class Scheduling(JobFamily, Mechanism[SchedulingParams]):
     id = "scheduling"
-    version = 3
+    version = 4  # issue 27: the prose is part of the spec
     group = "far_ood_probe"
     summary = ("assign jobs to identical parallel machines and order them to minimise total weighted completion "
                "time; Smith's rule per machine, dynamic programming over subsets")
@@ -362,23 +363,24 @@ class Scheduling(JobFamily, Mechanism[SchedulingParams]):
 
     def facts(self, params: SchedulingParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
-        rows = "; ".join(f"{j + 1}: {p.processing_times[j]:g}, {p.weights[j]:g}" for j in range(p.jobs))
-        posted = "; ".join(f"{j + 1}: {p.sticker_processing_times[j]:g}, {p.sticker_weights[j]:g}"
+        rows = "; ".join(f"{j + 1}: {figure(p.processing_times[j])}, {figure(p.weights[j])}" for j in range(p.jobs))
+        posted = "; ".join(f"{j + 1}: {figure(p.sticker_processing_times[j])}, {figure(p.sticker_weights[j])}"
                            for j in range(p.jobs))
         return [
             rule("structure", f"There are {p.jobs} {v['jobs']}, numbered 1 to {p.jobs}, and {p.machines} identical "
                  f"{v['machines']}, numbered 1 to {p.machines}.", p.jobs, p.machines),
             rule("timing", f"Every {v['machine']} starts at time 0 and runs the {v['jobs']} of its queue one after "
-                 f"another without breaks, in the order they were added: a {v['job']}'s completion time is the "
+                 f"another without breaks, in the order they were added: {a(v['job'])}'s completion time is the "
                  f"processing time of itself and of every {v['job']} before it on its {v['machine']}. Each "
                  f"{v['job']} has a weight: what every time unit until its completion costs, in {v['currency']}."),
             probed("jobs", "probe_job", f"The true processing time and weight of each {v['job']}, in that order: "
                    f"{rows}.", [x for j in range(p.jobs) for x in (p.processing_times[j], p.weights[j])]),
             total_work_fact(p, v),
-            probed("posted_figures", SHEET, f"The {v['sticker']} posts these processing times and weights of "
+            probed("posted_figures", SHEET, f"The {v['source']} posts these processing times and weights of "
                    f"each {v['job']}, in that order (outside estimates, not the true figures): {posted}.",
                    [*p.sticker_processing_times, *p.sticker_weights]),
-            rule("left_out", f"A {v['job']} left unassigned when the episode ends is charged as if it completed at "
+            rule("left_out", f"{capital(a(v['job']))} left unassigned when the episode ends is charged as if it "
+                             f"completed at "
                  f"(P - p) / {p.machines} + p, where P is the total processing time of all {v['jobs']} and p its own "
                  f"processing time: no later than it would complete if added to the least loaded {v['machine']}.",
                  p.machines),

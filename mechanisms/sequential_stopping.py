@@ -54,6 +54,7 @@ from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, drawn, probed, ru
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, non_negative, one_entry_each, positive
 from mechanisms.players import Knowledge, Policy, Seat
+from mechanisms.prose import a, figure, numbered
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -96,7 +97,7 @@ class StoppingParams(BaseModel):
         support = set(values)
         for t, x in enumerate(self.offers, start=1):
             if x not in support:
-                raise ValueError(f"offers: the offer of round {t} ({x:g}) is not one of offer_values")
+                raise ValueError(f"offers: the offer of round {t} ({figure(x)}) is not one of offer_values")
         non_negative("waiting_cost", [self.waiting_cost])
         return self
 
@@ -159,7 +160,7 @@ Thresholds = Annotated[list[float], Between(max_items="rounds")]
 
 class SequentialStopping(Mechanism[StoppingParams]):
     id = "sequential_stopping"
-    version = 2
+    version = 3  # issue 27: the prose is part of the spec
     group = "far_ood_structure"
     summary = "offers arrive one by one from a known distribution; accept one or pass (no recall); optimal stopping"
     Params = StoppingParams
@@ -395,29 +396,29 @@ class SequentialStopping(Mechanism[StoppingParams]):
     def facts(self, params: StoppingParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
         n, per, cur = p.rounds, v["period"], v["currency"]
-        odds = "; ".join(f"{x:g} {cur} with probability {q:g}"
+        odds = "; ".join(f"{figure(x)} {cur} with probability {figure(q)}"
                          for x, q in zip(p.offer_values, p.offer_probabilities, strict=True))
-        drawn_offers = "; ".join(f"{t}: {x:g}" for t, x in enumerate(p.offers, start=1))
+        drawn_offers = "; ".join(f"{t}: {figure(x)}" for t, x in enumerate(p.offers, start=1))
         return [
-            rule("structure", f"One {v['deal']} is to be placed. Over {n} {per}s, numbered 1 to {n}, exactly one "
+            rule("structure", f"One {v['deal']} is to be placed. Over {numbered(n, per)}, exactly one "
                  f"{v['offer']} arrives per {per}; the {v['offers']} are drawn independently from one distribution "
                  f"with {p.support} possible values, and each is seen only when its {per} arrives.", n, p.support),
             probed("distribution", "probe_offer_distribution", f"The distribution of each {v['offer']}: {odds}.",
                    [*p.offer_values, *p.offer_probabilities]),
             drawn("offers", "view_offer", f"The {v['offers']} drawn, in {cur}, {per} by {per}: {drawn_offers}.",
                   p.offers),
-            probed("waiting_cost", "probe_waiting_cost", f"Every pass costs {p.waiting_cost:g} {cur} of waiting.",
+            probed("waiting_cost", "probe_waiting_cost", f"Every pass costs {figure(p.waiting_cost)} {cur} of waiting.",
                    [p.waiting_cost]),
-            probed("fallback", "probe_fallback", f"Walking away leaves a fallback of {p.fallback:g} {cur}.",
+            probed("fallback", "probe_fallback", f"Walking away leaves a fallback of {figure(p.fallback)} {cur}.",
                    [p.fallback]),
-            probed("posted", "read_posted_best", f"The {v['sticker']} posts a typical best {v['offer']} of "
-                   f"{p.posted_best:g} {cur} (an outside estimate, not a promise).", [p.posted_best]),
+            probed("posted", "read_posted_best", f"The {v['source']} posts a typical best {v['offer']} of "
+                   f"{figure(p.posted_best)} {cur} (an outside estimate, not a promise).", [p.posted_best]),
             rule("no_recall", f"Only the {v['offer']} of the current {per} can be accepted; a passed {v['offer']} is "
                  f"gone for good."),
             rule(OBJECTIVE, f"Your result, in {cur}: accepting the {v['offer']} of {per} t yields its value minus "
                  f"the waiting cost per pass times (t - 1); walking away after p passes yields the fallback minus "
                  f"the waiting cost per pass times p."),
-            rule(END, f"Accepting a {v['offer']} ends the episode, and so does walking away; passing the "
+            rule(END, f"Accepting {a(v['offer'])} ends the episode, and so does walking away; passing the "
                  f"{v['offer']} of the last {per} means walking away after {n} passes."),
             rule(BUDGET_END, "If the turns run out before you accept or walk away, you walk away after the passes "
                  "made so far: the fallback minus the waiting cost per pass times the number of passes."),

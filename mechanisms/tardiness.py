@@ -78,6 +78,7 @@ from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, non_negative, one_entry_each, positive, stickers_default_to_truth
 from mechanisms.players import Knowledge, Policy, Seat
+from mechanisms.prose import a, capital, figure
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -173,7 +174,7 @@ Position = Annotated[int, Between(1, "jobs"),
 
 class Tardiness(JobFamily, Mechanism[TardinessParams]):
     id = "tardiness"
-    version = 3
+    version = 4  # issue 27: the prose is part of the spec
     group = "far_ood_probe"
     summary = "sequence jobs on one machine to minimise total weighted tardiness; dynamic programming over subsets"
     Params = TardinessParams
@@ -347,25 +348,27 @@ class Tardiness(JobFamily, Mechanism[TardinessParams]):
 
     def facts(self, params: TardinessParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
-        rows = "; ".join(f"{j + 1}: {p.processing_times[j]:g}, {p.due_dates[j]:g}, {p.weights[j]:g}"
+        rows = "; ".join(f"{j + 1}: {figure(p.processing_times[j])}, {figure(p.due_dates[j])}, {figure(p.weights[j])}"
                          for j in range(p.jobs))
-        posted = "; ".join(f"{j + 1}: {p.sticker_processing_times[j]:g}, {p.sticker_due_dates[j]:g}, "
-                           f"{p.sticker_weights[j]:g}" for j in range(p.jobs))
+        posted = "; ".join(f"{j + 1}: {figure(p.sticker_processing_times[j])}, {figure(p.sticker_due_dates[j])}, "
+                           f"{figure(p.sticker_weights[j])}" for j in range(p.jobs))
         return [
             rule("structure", f"There are {p.jobs} {v['jobs']} for one {v['machine']}, numbered 1 to {p.jobs}.",
                  p.jobs),
             rule("timing", f"The {v['machine']} starts at time 0 and runs the sequence one {v['job']} after another "
                  f"without breaks: each {v['job']}'s completion time is the processing time of itself and of every "
-                 f"{v['job']} before it. A {v['job']} that completes after its due date is late, and each time unit "
+                 f"{v['job']} before it. {capital(a(v['job']))} that completes after its due date is late, and "
+                 f"each time unit "
                  f"of lateness costs its weight in {v['currency']}; completing early earns nothing."),
             probed("jobs", "probe_job", f"The true processing time, due date and weight of each {v['job']}, in that "
                    f"order: {rows}.", [x for j in range(p.jobs)
                                        for x in (p.processing_times[j], p.due_dates[j], p.weights[j])]),
             total_work_fact(p, v),
-            probed("posted_figures", SHEET, f"The {v['sticker']} posts these processing times, due dates and "
+            probed("posted_figures", SHEET, f"The {v['source']} posts these processing times, due dates and "
                    f"weights of each {v['job']}, in that order (outside estimates, not the true figures): {posted}.",
                    [*p.sticker_processing_times, *p.sticker_due_dates, *p.sticker_weights]),
-            rule("left_out", f"A {v['job']} left out of the sequence when the episode ends is charged as if it "
+            rule("left_out", f"{capital(a(v['job']))} left out of the sequence when the episode ends is charged as "
+                 "if it "
                  f"completed at the total processing time of all {v['jobs']}, the latest any {v['job']} can "
                  "complete."),
             rule(OBJECTIVE, f"Your result is minus the total weighted tardiness in {v['currency']}: the sum over all "

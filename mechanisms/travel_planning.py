@@ -56,6 +56,7 @@ from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, non_negative, one_entry_each, stickers_default_to_truth
 from mechanisms.players import Knowledge, Policy, Seat
+from mechanisms.prose import figure
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -177,7 +178,7 @@ Place = Annotated[int, Between(1, "places"), "place number"]  # a place number, 
 
 class TravelPlanning(Mechanism[TravelParams]):
     id = "travel_planning"
-    version = 2
+    version = 3  # issue 27: the prose is part of the spec
     group = "external"
     summary = "plan a day of visits from a hotel within opening hours and a ticket budget; subset DP"
     Params = TravelParams
@@ -344,12 +345,6 @@ class TravelPlanning(Mechanism[TravelParams]):
         return {"origin": origin,
                 "travel minutes": {str(j): p.travel[origin][j] for j in range(p.places + 1) if j != origin}}
 
-    @info
-    def probe_day_terms(self, p: TravelParams, state: State) -> Observation:
-        """when the day starts and ends and the ticket budget"""
-        return {"day starts": clock_text(p.day_start), "day ends": clock_text(p.day_end),
-                "day start minute": p.day_start, "day end minute": p.day_end, "budget": p.budget}
-
     @info(decoy=True, estimates="enjoyment")
     def read_guidebook(self, p: TravelParams, state: State) -> Observation:
         """the posted guidebook rating of every place: outside estimates of the enjoyment, not the true values"""
@@ -458,17 +453,17 @@ class TravelPlanning(Mechanism[TravelParams]):
     def facts(self, params: TravelParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
         n = p.places
-        points = "; ".join(f"{j + 1}: {p.enjoyment[j]:g}" for j in range(n))
-        details = "; ".join(f"{j + 1}: ticket {p.prices[j]:g}, visit {p.durations[j]} minutes, open "
+        points = "; ".join(f"{j + 1}: {figure(p.enjoyment[j])}" for j in range(n))
+        details = "; ".join(f"{j + 1}: ticket {figure(p.prices[j])}, visit {p.durations[j]} minutes, open "
                             f"{clock_text(p.opening[j][0])} (minute {p.opening[j][0]}) to "
                             f"{clock_text(p.opening[j][1])} (minute {p.opening[j][1]})" for j in range(n))
         travel = "; ".join(f"from {i}: [{', '.join(str(x) for x in row)}]" for i, row in enumerate(p.travel))
-        ratings = "; ".join(f"{j + 1}: {p.guidebook_ratings[j]:g}" for j in range(n))
+        ratings = "; ".join(f"{j + 1}: {figure(p.guidebook_ratings[j])}" for j in range(n))
         return [
             rule("structure", f"The day starts at {clock_text(p.day_start)} (minute {p.day_start}) at {v['place']} "
                  f"(number 0), and the {v['role']} must be back there by {clock_text(p.day_end)} (minute "
                  f"{p.day_end}). There are {n} {v['sites']}, numbered 1 to {n}, each worth some points for a "
-                 f"visit; the tickets together may cost at most {p.budget:g} {v['currency']}.",
+                 f"visit; the tickets together may cost at most {figure(p.budget)} {v['currency']}.",
                  n, p.day_start, p.day_end, p.budget),
             probed("points", "probe_enjoyment", f"The points a visit to each {v['site']} is worth: {points}.",
                    p.enjoyment),
@@ -481,7 +476,7 @@ class TravelPlanning(Mechanism[TravelParams]):
             probed("travel", "probe_travel_from", "Travel minutes (row = from, position in the row = to, 0 = "
                    f"{v['place']}): {travel}.",
                    [x for i, row in enumerate(p.travel) for j, x in enumerate(row) if i != j]),
-            probed("ratings", "read_guidebook", f"The {v['sticker']} rates the {v['sites']} (an outside estimate "
+            probed("ratings", "read_guidebook", f"The {v['source']} rates the {v['sites']} (an outside estimate "
                    f"of the points, not the points): {ratings}.", p.guidebook_ratings),
             rule("visits", f"Each {v['site']} can be visited at most once. A visit starts on arrival, or when the "
                  f"{v['site']} opens if that is later (arriving early means waiting), and must end by its closing "

@@ -54,6 +54,7 @@ from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, drawn, probed, ru
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import flat, non_negative, one_entry_each, positive
 from mechanisms.players import Knowledge, Policy, Seat
+from mechanisms.prose import figure
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -108,7 +109,7 @@ class WeitzmanParams(BaseModel):
             if abs(sum(probs) - 1.0) > PROBABILITY_TOLERANCE:
                 raise ValueError(f"prize_probabilities of box {box} must sum to 1, got {sum(probs):.12g}")
             if self.prizes is not None and self.prizes[i] not in values:
-                raise ValueError(f"prizes: the prize of box {box} ({self.prizes[i]:g}) is not one of its "
+                raise ValueError(f"prizes: the prize of box {box} ({figure(self.prizes[i])}) is not one of its "
                                  f"prize_values")
         return self
 
@@ -191,7 +192,7 @@ Boxes = Annotated[list[int], Between(1, "boxes", max_items="boxes"),
 
 class WeitzmanSearch(Mechanism[WeitzmanParams]):
     id = "weitzman_search"
-    version = 2
+    version = 3  # issue 27: the prose is part of the spec
     group = "far_ood_structure"
     summary = "open costly boxes with known prize distributions one at a time, keep the best; Pandora's boxes"
     Params = WeitzmanParams
@@ -409,16 +410,16 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
     def facts(self, params: WeitzmanParams, vocab: dict[str, str]) -> list[Fact]:
         p, v = params, vocab
         n = p.boxes
-        fees = "; ".join(f"{j + 1}: {p.costs[j]:g}" for j in range(n))
-        odds = "; ".join(f"{j + 1}: " + ", ".join(f"{x:g} ({q:g})" for x, q in
+        fees = "; ".join(f"{j + 1}: {figure(p.costs[j])}" for j in range(n))
+        odds = "; ".join(f"{j + 1}: " + ", ".join(f"{figure(x)} ({figure(q)})" for x, q in
                                                    zip(p.prize_values[j], p.prize_probabilities[j], strict=True))
                          for j in range(n))
-        posted = "; ".join(f"{j + 1}: {p.posted_prizes[j]:g}" for j in range(n))
-        draws = "; ".join(f"{j + 1}: {p.prizes[j]:g}" for j in range(n))
+        posted = "; ".join(f"{j + 1}: {figure(p.posted_prizes[j])}" for j in range(n))
+        draws = "; ".join(f"{j + 1}: {figure(p.prizes[j])}" for j in range(n))
         return [
-            rule("structure", f"There are {n} {v['options']}, numbered 1 to {n}. Investigating one costs its fee and "
-                 "reveals its value, drawn independently from its own distribution; the value of "
-                 f"a {v['option']} is seen only once it is investigated.", n),
+            rule("structure", f"There are {n} {v['options']}, numbered 1 to {n}. Investigating one costs the fee of "
+                 f"that {v['option']} and reveals the value found, drawn independently from the distribution of that "
+                 f"{v['option']}; no value is seen before its investigation.", n),
             probed("fees", "probe_all_costs", f"The fee of each {v['option']}, in {v['currency']}: {fees}.",
                    p.costs),
             probed("distributions", "probe_prize_distribution", f"The values each {v['option']} can turn out to "
@@ -426,7 +427,7 @@ class WeitzmanSearch(Mechanism[WeitzmanParams]):
                    [*(x for row in p.prize_values for x in row), *(q for row in p.prize_probabilities for q in row)]),
             drawn("draws", "open_box", f"The value each {v['option']} turns out to have when investigated, in "
                   f"{v['currency']}: {draws}.", p.prizes),
-            probed("posted", "read_posted_prizes", f"The {v['sticker']} quotes these expected values in "
+            probed("posted", "read_posted_prizes", f"The {v['source']} quotes these expected values in "
                    f"{v['currency']} (an outside estimate, not the distribution): {posted}.", p.posted_prizes),
             rule("search", f"{v['options'][:1].upper() + v['options'][1:]} are investigated one at a time (or a "
                  "list of them in one call, in order), in any order, each at most once; fees are never refunded, "

@@ -93,17 +93,18 @@ def draft_schema(operations: list[OperationSpec]) -> dict[str, Any]:
 
 def build_prompt(mechanism: Mechanism, params, passage: Passage, feedback: str | None) -> list[dict[str, str]]:
     operations = bindable_operations(mechanism, params)
-    words = vocabulary(passage.vocab)
+    family_words = passage.words(mechanism.id)
+    words = vocabulary(family_words)
     # a suggested name per operation (the phrasebook's, in this passage's words): names stay distinct and fit
     examples = {op.name: phrase_tool_name(mechanism.id, op.name, words) for op in operations}
     listing = "\n".join(f"- {op.name} ({op.kind}): {op.summary}; e.g. \"{examples[op.name]}\"" for op in operations)
-    vocab = ", ".join(f"{k}={v}" for k, v in sorted(passage.vocab.items()))
+    vocab = ", ".join(f"{k}={v}" for k, v in sorted(family_words.items()))
     system = ("You design tool-calling environments for training agents. Answer with one JSON object only. "
               "Never write a number: the figures are added by the system.")
     user = (f"Setting, whose names and vocabulary you use:\n{passage.text}\nVocabulary: {vocab}\n\n"
             f"Task family: {mechanism.summary}.\n"
             f"Write a JSON object with: title (a short title); intro (2-3 sentences to the agent, who is the "
-            f"{passage.vocab['role']} at {passage.vocab['place']}); goal (one sentence); entities (2-3 things of "
+            f"{family_words['role']} at {family_words['place']}); goal (one sentence); entities (2-3 things of "
             f"the domain, each with name, attributes, relates_to); tools (an object with one entry per operation "
             f"below, keyed by the operation, each with a distinct snake_case name fitting the setting"
             + ("" if compact_drafts() else " and a one-sentence description") + ").\n"
@@ -178,7 +179,7 @@ def _repaired(mechanism: Mechanism, passage: Passage, draft: RenderingDraft, wor
 def assemble(mechanism: Mechanism, params, passage: Passage, draft: RenderingDraft, turn_budget: int) -> Rendering:
     """Tools bound by trusted code; a draft that binds badly is refused here with the precise reason."""
     operations = {op.name: op for op in bindable_operations(mechanism, params)}
-    words = vocabulary(passage.vocab)
+    words = vocabulary(passage.words(mechanism.id))
     shown = observation_names(mechanism.id, words)
     if compact_drafts():
         draft = _repaired(mechanism, passage, draft, words)

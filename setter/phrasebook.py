@@ -14,6 +14,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from mechanisms.prose import a, capital, plural
+
 PHRASES_DIR = Path(__file__).parent / "phrases"
 RUNTIME = "_runtime"
 
@@ -26,7 +28,7 @@ def family_phrases(family: str) -> dict[str, Any]:
         return {}
     data = json.loads(path.read_text())
     unknown = set(data) - {"title", "goal", "subject", "arguments", "operations", "observations", "vocabulary",
-                           "story"}
+                           "story", "estimates"}
     if unknown:
         raise ValueError(f"{path} has unknown keys {sorted(unknown)}")
     return data
@@ -42,15 +44,22 @@ def phrase(family: str, operation: str, summary: str) -> tuple[str, str]:
     return operation, summary[:1].upper() + summary[1:] + "."
 
 
-def argument_name(family: str, argument: str) -> str:
+def _argument_entry(family: str, argument: str, operation: str | None) -> Any:
+    """The phrase file's entry for an argument: the operation's own ("set_price.level") before the family's."""
+    arguments = family_phrases(family).get("arguments", {})
+    return arguments.get(f"{operation}.{argument}", arguments.get(argument))
+
+
+def argument_name(family: str, argument: str, operation: str | None = None) -> str:
     """The pattern of a tool argument's name (e.g. 'period' -> '{period_slug}'); the argument itself if none."""
-    entry = family_phrases(family).get("arguments", {}).get(argument, argument)
+    entry = _argument_entry(family, argument, operation) or argument
     return entry[0] if isinstance(entry, list) else entry
 
 
-def argument_description(family: str, argument: str, default: str) -> str:
-    """The pattern of a tool argument's description: the second entry of its `arguments` pair, else `default`."""
-    entry = family_phrases(family).get("arguments", {}).get(argument)
+def argument_description(family: str, argument: str, default: str, operation: str | None = None) -> str:
+    """The pattern of a tool argument's description: the second entry of its `arguments` pair (the operation's own
+    first: each tool's argument text belongs to that tool), else `default`."""
+    entry = _argument_entry(family, argument, operation)
     return entry[1] if isinstance(entry, list) else default
 
 
@@ -72,12 +81,18 @@ def observation_patterns(family: str) -> dict[str, str]:
     return dict(family_phrases(family).get("observations", {}))
 
 
+def estimate_nouns(family: str, quantity: str, words: dict[str, str]) -> list[str]:
+    """The nouns that name a quantity a decoy estimates (the phrase file's `estimates`, in the passage's words): a
+    decoy's label must contain one of them. Empty when the family declares none for it."""
+    return [noun.format(**words) for noun in family_phrases(family).get("estimates", {}).get(quantity, [])]
+
+
 def story_pattern(family: str) -> str | None:
     """The family's story: the one task the environment is about, in the passage's words (None: the passage's)."""
     return family_phrases(family).get("story")
 
 
-_PLACEHOLDER = re.compile(r"\{([a-z_]+?)(?:_slug|_title)?\}")
+_PLACEHOLDER = re.compile(r"\{(?:[aA]_)?([a-z_]+?)(?:_slug|_title)?\}")
 
 
 @cache
@@ -106,9 +121,20 @@ def slug(text: str) -> str:
 
 
 def vocabulary(vocab: dict[str, str]) -> dict[str, str]:
-    """The vocabulary plus the slug and title forms the patterns use."""
+    """The vocabulary plus the forms the patterns use: the plural of a noun that has none (``{periods}``), each
+    word with its article by sound (``{a_job}`` "an audit", ``{A_job}`` "An audit") and the slug and title forms."""
     words = dict(vocab)
     for key, value in vocab.items():
+        if key in PLURALS and f"{key}s" not in words:
+            words[f"{key}s"] = plural(value)
+    for key, value in list(words.items()):
+        words[f"a_{key}"] = a(value)
+        words[f"A_{key}"] = capital(a(value))
         words[f"{key}_slug"] = slug(value)
-        words[f"{key}_title"] = value[:1].upper() + value[1:]
+        words[f"{key}_title"] = capital(value)
     return words
+
+
+# the nouns whose plural a pattern may name ({periods}); the corpus gives the others' plurals itself
+PLURALS = frozenset({"period", "unit", "vehicle", "deal", "site", "job", "machine", "customer", "candidate", "item",
+                     "product", "resource", "offer", "option", "role", "source", "supplier", "counterpart"})

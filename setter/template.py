@@ -67,10 +67,10 @@ def _with_arguments(tool: ToolSpec) -> str:
 def compose_instructions(mechanism: Mechanism, params, passage: Passage, intro: str, goal: str,
                          tools: list[ToolSpec], turn_budget: int) -> tuple[dict[str, str], str]:
     """Instructions per mode and the written prompt; the instance facts come from the mechanism only."""
-    sticker = passage.vocab["sticker"]
+    words = passage.words(mechanism.id)
     budget = (f"You have {turn_budget} turns; every tool call spends one, probes and refused calls included. "
-              f"The {sticker} is posted for convenience and is not guaranteed to be right.")
-    facts = mechanism.facts(params, passage.vocab)
+              f"The figures the {words['source']} posts are outside estimates, not guaranteed to be right.")
+    facts = mechanism.facts(params, vocabulary(words))
     everything, rules = stated(facts), rules_text(facts)
     plan_names = "; ".join(_with_arguments(t) for t in tools if t.kind in ("decision", "clock"))
     instructions = {
@@ -87,7 +87,7 @@ def compose_instructions(mechanism: Mechanism, params, passage: Passage, intro: 
 
 def render(mechanism: Mechanism, params, passage: Passage, turn_budget: int) -> Rendering:
     """Render one solved instance in the passage's vocabulary."""
-    words = vocabulary(passage.vocab)
+    words = vocabulary(passage.words(mechanism.id))
     names = observation_names(mechanism.id, words)
     taken: set[str] = set()
     tools = [render_tool(mechanism.id, op, words, taken, names) for op in bindable_operations(mechanism, params)]

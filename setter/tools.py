@@ -11,7 +11,7 @@ import re
 
 from mechanisms.base import Mechanism
 from schemas.envspec import RUNTIME_OPERATIONS, ArgSpec, OperationSpec, ToolSpec
-from setter.phrasebook import argument_description, argument_name, phrase, slug
+from setter.phrasebook import argument_description, argument_name, estimate_nouns, phrase, slug
 
 # every call of every tool spends one turn of the budget, whatever it does (a refused call too)
 SPENDS = " Each call spends one turn."
@@ -32,14 +32,15 @@ def phrase_tool_name(family: str, operation: str, words: dict[str, str]) -> str:
     return slug(phrase(family, operation, operation)[0].format(**words))[:MAX_NAME]
 
 
-def decoy_disclaimer(op: OperationSpec, description: str, names: dict[str, str]) -> str:
+def decoy_disclaimer(family: str, op: OperationSpec, description: str, names: dict[str, str],
+                     words: dict[str, str]) -> str:
     """A decoy's description that names what it estimates (a model may leave it out; a phrase file says it)."""
     if not op.decoy or not op.estimates:
         return description
-    quantity = names.get(op.estimates, op.estimates)
-    if quantity.lower() in description.lower():
+    nouns = estimate_nouns(family, op.estimates, words) or [names.get(op.estimates, op.estimates)]
+    if any(noun.lower() in description.lower() for noun in nouns):
         return description
-    return f"{description.rstrip()} It is an estimate of the {quantity}, not the true figure."
+    return f"{description.rstrip()} It is an estimate of the {nouns[0]}, not the true figure."
 
 
 def argument_bounds(arg: ArgSpec) -> dict:
@@ -72,14 +73,15 @@ def bind_tool(family: str, op: OperationSpec, name: str, description: str, words
     (`names`: the observation names in the passage's words). An argument is named `renamed[arg]` where the setter
     chose a name, else by the phrase file in the passage's words; ValueError when a name is not an identifier or two
     arguments get the same one."""
-    arguments = {arg: (renamed or {}).get(arg) or slug(argument_name(family, arg).format(**words)) for arg in op.args}
+    arguments = {arg: (renamed or {}).get(arg) or slug(argument_name(family, arg, op.name).format(**words))
+                 for arg in op.args}
     if any(not IDENTIFIER.match(n) for n in arguments.values()) or len(set(arguments.values())) != len(arguments):
         raise ValueError(f"tool {name!r} has invalid or repeated argument names {sorted(arguments.values())}")
-    properties = {arguments[arg]: argument_schema(spec, argument_description(family, arg, spec.description or arg)
-                                                  .format(**words))
+    properties = {arguments[arg]: argument_schema(spec, argument_description(family, arg, spec.description or arg,
+                                                                             op.name).format(**words))
                   for arg, spec in op.args.items()}
     parameters = {"type": "object", "properties": properties, "required": list(properties),
                   "additionalProperties": False}
-    return ToolSpec(name=name, description=decoy_disclaimer(op, description, names) + SPENDS, kind=op.kind,
-                    parameters=parameters, operation=op.name,
+    return ToolSpec(name=name, description=decoy_disclaimer(family, op, description, names, words) + SPENDS,
+                    kind=op.kind, parameters=parameters, operation=op.name,
                     argument_map={tool_arg: arg for arg, tool_arg in arguments.items() if tool_arg != arg})

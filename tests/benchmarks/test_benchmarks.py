@@ -22,6 +22,7 @@ TINY = {
     "difficulty.py": (["--count", "1", "--families", "knapsack", "--tiers", "easy,frontier", "--processes", "1"],
                       "knapsack"),
     "generate.py": (["--count", "26", "--repeat", "1", "--small", "0", "--processes", "1"], "ratio"),
+    "prose.py": (["--families", "knapsack,routing", "--sample", "2"], "defects: 0"),
     "report.py": (["--rows", "3000", "--nights", "2"], "rows"),
     "runtime.py": (["--seconds", "0.5", "--clients", "1"], "calls/s"),
     "setter.py": (["--count", "1", "--families", "knapsack"], "knapsack"),
@@ -41,8 +42,10 @@ def small_warehouse(prefect_server, tmp_path_factory):
 
 
 @pytest.mark.parametrize("script", sorted(TINY))
-def test_the_benchmark_runs_in_its_tiny_mode(script, request, prefect_server):
+def test_the_benchmark_runs_in_its_tiny_mode(script, request, prefect_server, tmp_path):
     arguments, expected = TINY[script]
+    if script == "prose.py":
+        arguments = [*arguments, "--out", str(tmp_path / "sample.md")]
     if script == "runtime.py":
         arguments = [*arguments, "--warehouse", request.getfixturevalue("small_warehouse")]
     if script == "setter.py":

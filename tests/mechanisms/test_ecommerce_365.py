@@ -19,12 +19,13 @@ from mechanisms.base import ActionError, ParamsError
 from mechanisms.ecommerce_365 import MAX_RANGE, EcommerceParams, _num
 from mechanisms.players import Seat, run_policy
 from schemas.envspec import Action
-from setter.corpus import VOCAB_KEYS
+from setter.corpus import BUNDLE_KEYS, VOCAB_KEYS
+from setter.phrasebook import vocabulary
 from tests.mechanisms.references.ecommerce_365 import reference
 from tests.support import make_spec
 
 M = mechanisms.get("ecommerce_365")
-VOCAB = {k: k for k in VOCAB_KEYS}
+VOCAB = vocabulary({k: k for k in (*VOCAB_KEYS, *BUNDLE_KEYS)})
 
 
 def _sample(i: int, size: int | None = None, horizon: int | None = None) -> EcommerceParams:
@@ -81,7 +82,7 @@ def test_contract_shape():
                 assert arg.items == "integer" and arg.max_items == p.horizon and arg.minimum in (0, 1)
                 continue
             assert arg.type == "integer" and arg.minimum == 1 and arg.maximum is not None
-    assert M.group == "external" and M.version == 2
+    assert M.group == "external" and M.version == 3
     assert M.size_range == (1, 3) and M.horizon_range == (30, 365) and M.default_horizon == 365
     assert 3 <= len(M.grid()) <= 6
     assert p.products == M.default_size and p.horizon == 365

@@ -20,13 +20,14 @@ from mechanisms.base import ActionError
 from mechanisms.facility_location import FacilityParams
 from mechanisms.players import Seat, run_policy
 from schemas.envspec import Action
-from setter.corpus import VOCAB_KEYS
+from setter.corpus import BUNDLE_KEYS, VOCAB_KEYS
+from setter.phrasebook import vocabulary
 from setter.spec import turn_budget
 from tests.mechanisms.references.facility_location import reference as brute_force
 from tests.support import make_spec
 
 M = mechanisms.get("facility_location")
-VOCAB = {k: k for k in VOCAB_KEYS}
+VOCAB = vocabulary({k: k for k in (*VOCAB_KEYS, *BUNDLE_KEYS)})
 
 
 def _sample(i: int, size: int | None = None, horizon: int | None = None) -> FacilityParams:

@@ -18,12 +18,13 @@ from mechanisms.facts import BUDGET_END, END, OBJECTIVE, rules_text
 from mechanisms.inventory_dp import BOOKS, PLAN_CLOSES, InventoryParams, _period_step
 from mechanisms.players import Knowledge, Seat, run_policy
 from schemas.envspec import Action
-from setter.corpus import VOCAB_KEYS
+from setter.corpus import BUNDLE_KEYS, VOCAB_KEYS
+from setter.phrasebook import vocabulary
 from setter.spec import turn_budget
 from tests.support import make_spec
 
 M = mechanisms.get("inventory_dp")
-VOCAB = {k: k for k in VOCAB_KEYS}
+VOCAB = vocabulary({k: k for k in (*VOCAB_KEYS, *BUNDLE_KEYS)})
 
 
 def _sample(i: int, size: int | None = None, horizon: int | None = None) -> InventoryParams:

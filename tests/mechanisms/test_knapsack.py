@@ -14,10 +14,11 @@ import mechanisms
 from mechanisms.base import ActionError
 from mechanisms.knapsack import KnapsackParams
 from schemas.envspec import Action
-from setter.corpus import VOCAB_KEYS
+from setter.corpus import BUNDLE_KEYS, VOCAB_KEYS
+from setter.phrasebook import vocabulary
 
 M = mechanisms.get("knapsack")
-VOCAB = {k: k for k in VOCAB_KEYS}
+VOCAB = vocabulary({k: k for k in (*VOCAB_KEYS, *BUNDLE_KEYS)})
 
 
 def _sample(i: int, size: int | None = None, horizon: int | None = None) -> KnapsackParams:
@@ -53,7 +54,7 @@ def test_contract_shape():
     for op in ops:
         for arg in op.args.values():
             assert arg.type == "integer" and arg.minimum == 1 and arg.maximum == p.items
-    assert M.group == "near_ood" and M.version == 2
+    assert M.group == "near_ood" and M.version == 3
     assert M.size_range == (4, 20) and M.horizon_range == (1, 11)
     assert M.probe_allowance(p) == 2 * p.items + 1
     text = M.describe(p, VOCAB)

@@ -15,11 +15,12 @@ from mechanisms import lp as lp_module
 from mechanisms.base import ActionError
 from mechanisms.lp import LPParams
 from schemas.envspec import Action
-from setter.corpus import VOCAB_KEYS
+from setter.corpus import BUNDLE_KEYS, VOCAB_KEYS
+from setter.phrasebook import vocabulary
 from tests.support import make_spec
 
 M = mechanisms.get("lp")
-VOCAB = {k: k for k in VOCAB_KEYS}
+VOCAB = vocabulary({k: k for k in (*VOCAB_KEYS, *BUNDLE_KEYS)})
 
 
 def _sample(i: int, size: int | None = None, horizon: int | None = None) -> LPParams:
@@ -75,7 +76,7 @@ def test_contract_shape():
     for op in ops:
         if "product" in op.args:
             assert op.args["product"].type == "integer" and op.args["product"].maximum == p.n_products
-    assert M.group == "near_ood" and M.version == 2
+    assert M.group == "near_ood" and M.version == 3
     assert M.size_range == (2, 10) and M.horizon_range == (1, 8)
     plan = next(op for op in ops if op.name == "set_plan").args["quantities"]
     assert plan.type == "array" and plan.items == "number" and plan.max_items == p.n_products

@@ -18,12 +18,13 @@ from mechanisms.base import ActionError
 from mechanisms.negotiation import NegotiationParams, threshold
 from mechanisms.players import Seat, run_policy
 from schemas.envspec import Action
-from setter.corpus import VOCAB_KEYS
+from setter.corpus import BUNDLE_KEYS, VOCAB_KEYS
+from setter.phrasebook import vocabulary
 from tests.mechanisms.references.negotiation import reference
 from tests.support import make_spec
 
 M = mechanisms.get("negotiation")
-VOCAB = {k: k for k in VOCAB_KEYS}
+VOCAB = vocabulary({k: k for k in (*VOCAB_KEYS, *BUNDLE_KEYS)})
 
 # A hand-made instance: asking the top of the grid first anchors the counterpart high.
 DATA = {
@@ -87,7 +88,7 @@ def test_contract_shape():
     for op in ops:
         for arg in op.args.values():
             assert arg.type == "integer" and arg.minimum is not None and arg.maximum is not None
-    assert M.group == "trained" and M.version == 2
+    assert M.group == "trained" and M.version == 3
     assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
                for s, h in M.difficulty_grid)
     assert M.probe_allowance(p) == 2 * p.deadline + 5 == len(M.probe_order(M.knowledge(p)))
@@ -289,7 +290,7 @@ def test_describe_states_the_whole_instance():
     text = M.describe(p, VOCAB)
     for number in (150, 170, 60, 5, 80, 180, 10, 110, 100, 120, 130, 90, 125, 50):
         assert str(number) in text
-    assert "counterpart" in text and "sticker" in text
+    assert "counterpart" in text and "source" in text
 
 
 def test_hidden_mode_shows_no_parameter_and_specs_are_admitted():

@@ -15,12 +15,13 @@ from mechanisms import qp as qp_module
 from mechanisms.base import ActionError
 from mechanisms.qp import QPParams
 from schemas.envspec import Action
-from setter.corpus import VOCAB_KEYS
+from setter.corpus import BUNDLE_KEYS, VOCAB_KEYS
+from setter.phrasebook import vocabulary
 from tests.mechanisms.references.qp import reference as enumerate_active_sets
 from tests.support import make_spec
 
 M = mechanisms.get("qp")
-VOCAB = {k: k for k in VOCAB_KEYS}
+VOCAB = vocabulary({k: k for k in (*VOCAB_KEYS, *BUNDLE_KEYS)})
 
 
 def _sample(i: int, size: int | None = None, horizon: int | None = None) -> QPParams:
@@ -45,7 +46,7 @@ def test_contract_shape():
         for arg in op.args.values():
             assert arg.minimum is not None and arg.maximum is not None
             assert arg.type in ("integer", "number", "array")
-    assert M.group == "near_ood" and M.version == 2
+    assert M.group == "near_ood" and M.version == 3
     for size, horizon in M.grid():
         assert M.size_range[0] <= size <= M.size_range[1] and M.horizon_range[0] <= horizon <= M.horizon_range[1]
     assert 3 <= len(M.grid()) <= 6

@@ -29,11 +29,12 @@ from mechanisms.routing import (
     posted_tour,
 )
 from schemas.envspec import Action
-from setter.corpus import VOCAB_KEYS
+from setter.corpus import BUNDLE_KEYS, VOCAB_KEYS
+from setter.phrasebook import vocabulary
 from setter.spec import turn_budget
 
 M = mechanisms.get("routing")
-VOCAB = {k: k for k in VOCAB_KEYS}
+VOCAB = vocabulary({k: k for k in (*VOCAB_KEYS, *BUNDLE_KEYS)})
 
 
 def _sample(i: int, size: int | None = None, horizon: int | None = None) -> RoutingParams:
@@ -84,7 +85,7 @@ def test_contract_shape():
         for arg in op.args.values():
             assert arg.type in ("integer", "array") and arg.minimum in (0, 1) and arg.maximum == p.stops
     assert [op.name for op in ops if any(a.type == "array" for a in op.args.values())] == ["drive_route"]
-    assert M.group == "trained" and M.version == 2
+    assert M.group == "trained" and M.version == 3
     assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
                for s, h in M.grid())
     assert 3 <= len(M.grid()) <= 6
@@ -297,7 +298,7 @@ def test_describe_states_the_whole_instance():
     # the structure an agent could be misled by is a rule, stated in every mode
     assert facts["legs"].is_rule and "one-way" in facts["legs"].statement
     assert "triangle inequality" in facts["legs"].statement
-    assert "sticker" in text
+    assert "source" in text
     assert set(M.secret_numbers(p)) >= {p.unvisited_penalty, p.distances[0][1]}
     assert set(M.public_numbers(p)) >= set(range(p.stops + 1))
 

@@ -14,10 +14,11 @@ import mechanisms
 from mechanisms.base import ActionError
 from mechanisms.sequential_stopping import StoppingParams, backward_induction, online_policy
 from schemas.envspec import Action
-from setter.corpus import VOCAB_KEYS
+from setter.corpus import BUNDLE_KEYS, VOCAB_KEYS
+from setter.phrasebook import vocabulary
 
 M = mechanisms.get("sequential_stopping")
-VOCAB = {k: k for k in VOCAB_KEYS}
+VOCAB = vocabulary({k: k for k in (*VOCAB_KEYS, *BUNDLE_KEYS)})
 ACCEPT, PASS, WALK = 0, 1, 2
 
 
@@ -241,7 +242,7 @@ def test_contract_shape():
                 assert arg.max_items == p.rounds
                 continue
             assert name == "count" and arg.type == "integer" and arg.minimum == 1 and arg.maximum == p.rounds
-    assert M.group == "far_ood_structure" and M.version == 2
+    assert M.group == "far_ood_structure" and M.version == 3
     assert M.probe_allowance(p) == 3 == len(M.listing_order(M.knowledge(p)))
     assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
                for s, h in M.difficulty_grid)

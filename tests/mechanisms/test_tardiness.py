@@ -19,12 +19,13 @@ from mechanisms.base import ActionError
 from mechanisms.players import Seat, run_policy
 from mechanisms.tardiness import TardinessParams, apparent_tardiness_cost, sequence_cost
 from schemas.envspec import Action
-from setter.corpus import VOCAB_KEYS
+from setter.corpus import BUNDLE_KEYS, VOCAB_KEYS
+from setter.phrasebook import vocabulary
 from setter.spec import turn_budget
 from tests.support import make_spec
 
 M = mechanisms.get("tardiness")
-VOCAB = {k: k for k in VOCAB_KEYS}
+VOCAB = vocabulary({k: k for k in (*VOCAB_KEYS, *BUNDLE_KEYS)})
 
 
 def _sample(i: int, size: int | None = None, horizon: int | None = None) -> TardinessParams:

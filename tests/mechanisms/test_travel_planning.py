@@ -18,11 +18,12 @@ from mechanisms.base import ActionError
 from mechanisms.players import Seat, run_policy
 from mechanisms.travel_planning import DAY_MINUTES, TravelParams, clock_text
 from schemas.envspec import Action
-from setter.corpus import VOCAB_KEYS
+from setter.corpus import BUNDLE_KEYS, VOCAB_KEYS
+from setter.phrasebook import vocabulary
 from setter.spec import turn_budget
 
 M = mechanisms.get("travel_planning")
-VOCAB = {k: k for k in VOCAB_KEYS}
+VOCAB = vocabulary({k: k for k in (*VOCAB_KEYS, *BUNDLE_KEYS)})
 
 
 def _sample(i: int, size: int | None = None, horizon: int | None = None) -> TravelParams:
@@ -101,7 +102,7 @@ def test_contract_shape():
         for arg in op.args.values():
             assert arg.type in ("integer", "array") and arg.minimum in (0, 1)
             assert arg.maximum == (DAY_MINUTES if op.name == "wait" else p.places)
-    assert M.group == "external" and M.version == 2
+    assert M.group == "external" and M.version == 3
     assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
                for s, h in M.grid())
     assert 3 <= len(M.grid()) <= 6
@@ -251,8 +252,6 @@ def test_probes_report_the_right_numbers_and_change_nothing():
     assert [details["opens minute"], details["closes minute"]] == p.opening[1]
     row = M.apply(p, state, Action(op="probe_travel_from", args={"origin": 0}))["travel minutes"]
     assert row == {str(j): p.travel[0][j] for j in range(1, p.places + 1)}
-    terms = M.apply(p, state, Action(op="probe_day_terms"))
-    assert terms["day start minute"] == p.day_start and terms["budget"] == p.budget
     sheet = M.apply(p, state, Action(op="read_guidebook"))["guidebook ratings"]
     assert sheet == {f"place {j}": p.guidebook_ratings[j - 1] for j in range(1, p.places + 1)}
     assert M.apply(p, state, Action(op="list_places"))["places"] == list(range(1, p.places + 1))

@@ -25,11 +25,12 @@ from mechanisms.weitzman_search import (
     weitzman_policy,
 )
 from schemas.envspec import Action
-from setter.corpus import VOCAB_KEYS
+from setter.corpus import BUNDLE_KEYS, VOCAB_KEYS
+from setter.phrasebook import vocabulary
 from setter.spec import turn_budget
 
 M = mechanisms.get("weitzman_search")
-VOCAB = {k: k for k in VOCAB_KEYS}
+VOCAB = vocabulary({k: k for k in (*VOCAB_KEYS, *BUNDLE_KEYS)})
 
 
 def _sample(i: int, size: int | None = None, horizon: int | None = None) -> WeitzmanParams:
@@ -239,7 +240,7 @@ def test_contract_shape():
     assert [op.name for op in ops if op.kind == "decision"] == ["claim_best"]
     assert [op.name for op in ops if op.kind == "clock"] == ["open_box", "open_boxes", "open_until", "finish"]
     assert [op.name for op in ops if op.kind == "probe"] == ["probe_all_costs", "probe_prize_distribution"]
-    assert M.group == "far_ood_structure" and M.version == 2
+    assert M.group == "far_ood_structure" and M.version == 3
     assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
                for s, h in M.difficulty_grid)
     assert 3 <= len(M.difficulty_grid) <= 6
