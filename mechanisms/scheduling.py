@@ -78,7 +78,7 @@ from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, one_entry_each, positive, stickers_default_to_truth
 from mechanisms.players import Knowledge, Policy, Seat
-from mechanisms.prose import a, capital, figure
+from mechanisms.prose import a, capital, figure, numbered
 from mechanisms.registry import register
 from schemas.envspec import Action
 
@@ -367,8 +367,9 @@ class Scheduling(JobFamily, Mechanism[SchedulingParams]):
         posted = "; ".join(f"{j + 1}: {figure(p.sticker_processing_times[j])}, {figure(p.sticker_weights[j])}"
                            for j in range(p.jobs))
         return [
-            rule("structure", f"There are {p.jobs} {v['jobs']}, numbered 1 to {p.jobs}, and {p.machines} identical "
-                 f"{v['machines']}, numbered 1 to {p.machines}.", p.jobs, p.machines),
+            rule("structure", f"There are {p.jobs} {v['jobs']}, numbered 1 to {p.jobs}, and "
+                 f"{numbered(p.machines, 'identical ' + v['machine'], 'identical ' + v['machines'])}.", p.jobs,
+                 p.machines),
             rule("timing", f"Every {v['machine']} starts at time 0 and runs the {v['jobs']} of its queue one after "
                  f"another without breaks, in the order they were added: {a(v['job'])}'s completion time is the "
                  f"processing time of itself and of every {v['job']} before it on its {v['machine']}. Each "

@@ -484,7 +484,7 @@ def test_the_text_states_how_many_limits_each_period_has_as_the_tools_show_them(
         for t in range(1, p.periods + 1):
             shown = M.apply(p, M.initial_state(p), Action(op="probe_resource_limits", args={"period": t}))["limits"]
             assert sorted(shown) == [f"resource {r}" for r in range(1, len(shown) + 1)]
-            counts.append(f"{len(shown)} in period {t}")
+            counts.append(f"{len(shown)} limit{'' if len(shown) == 1 else 's'} in period {t}")
         assert ", ".join(counts) in structure
         assert M.public_view(p)["limits per period"] == [int(c.split()[0]) for c in counts]
 

@@ -58,7 +58,7 @@ def test_contract_shape():
 def test_describe_states_the_whole_instance():
     p = _sample(1)
     text = M.describe(p, VOCAB)
-    assert f"There are {p.n} products" in text and f"{p.m} limit(s) on resources" in text
+    assert f"There are {p.n} products" in text and f"{p.m} limits on resources" in text
     assert "1/2" in text and "Q_kl x_k x_l" in text
     for value in [*p.c, *p.b_ub, *p.sticker_margin, *(q for row in p.Q for q in row),
                   *(a for row in p.A_ub for a in row)]:

@@ -257,7 +257,7 @@ def test_describe_states_the_whole_instance_with_the_draws():
     for number in ("2 options", "1: 3; 2: 11", "17 (0.35), 61 (0.65)", "23 (0.5), 47 (0.3), 89 (0.2)",
                    "1: 55; 2: 70", "when investigated, in currency: 1: 61; 2: 89"):
         assert number in text
-    assert "appraisal" not in text and "seen only once it is investigated" in text
+    assert "appraisal" not in text and "no value is seen before its investigation" in text
     assert set(M.secret_numbers(p)) >= {3, 11, 17, 61, 23, 47, 89, 0.35}
     assert M.public_numbers(p) == [2, 0, 1, 2]
     facts = {f.key: f for f in M.facts(p, VOCAB)}
