@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -99,7 +100,7 @@ def test_interactive_play_takes_typed_tool_calls(catalog):
                             input='turns_left\nno_such_tool {}\ncalculator {"expression": "2 * 21"}\nquit\n',
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert "turns_left" in result.stdout and "unknown tool" in result.stdout and "42.0" in result.stdout
+    assert "turns_left" in result.stdout and "unknown tool" in result.stdout and re.search(r"\b42\b", result.stdout)
 
 
 def test_reports_render(catalog):

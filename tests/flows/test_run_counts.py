@@ -9,7 +9,7 @@ import pytest
 
 from flows.generate import run_generate
 from tasks.progress import ProgressHub, following
-from tests.setter.llm_script import ScriptedModel, good_draft, instance, text
+from tests.setter.llm_script import ScriptedModel, answer
 from warehouse.catalog import run_query
 from warehouse.location import resolve_warehouse
 
@@ -53,7 +53,7 @@ def test_the_budget_stops_model_calls_in_the_flow_and_the_next_run_has_its_own(p
     monkeypatch.setenv("VHD_LLM_CACHE", str(tmp_path / "llm-cache"))
     monkeypatch.setenv("VHD_LLM_RETRY_WAIT", "0.01")
     monkeypatch.delenv("VHD_LLM_OPTIONS", raising=False)
-    scripted = ScriptedModel(monkeypatch, [text(good_draft(*instance()))])
+    scripted = ScriptedModel(monkeypatch, [answer()])
     # one shard (its renderings one after the other), the plan tests/tasks/test_llm_stages.py budgets
     params = {"date": "2026-03-05", "count": 6, "families": "inventory_dp", "setter": "litellm",
               "model": "gpt-4o-mini"}

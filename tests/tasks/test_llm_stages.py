@@ -14,7 +14,7 @@ from tasks.commit import commit, finished_shard_keys
 from tasks.land import land_result
 from tasks.plan import plan_shards
 from tasks.rounds import run_shard
-from tests.setter.llm_script import ScriptedModel, good_draft, instance, text
+from tests.setter.llm_script import ScriptedModel, answer, text
 from warehouse.catalog import run_query
 from warehouse.location import resolve_warehouse
 from warehouse.reports import REPORTS
@@ -28,10 +28,6 @@ def isolated(monkeypatch, tmp_path):
     monkeypatch.setenv("VHD_LLM_CACHE", str(tmp_path / "llm-cache"))
     monkeypatch.setenv("VHD_LLM_RETRY_WAIT", "0.01")
     monkeypatch.delenv("VHD_LLM_OPTIONS", raising=False)
-
-
-def _good():
-    return good_draft(*instance())
 
 
 def run_llm(warehouse, count=3, run_id="llm-run", budget=None):
@@ -49,7 +45,7 @@ def q(warehouse, sql):
 
 
 def test_every_call_lands_with_tokens_and_cost(tmp_path, monkeypatch):
-    ScriptedModel(monkeypatch, [text(_good())])
+    ScriptedModel(monkeypatch, [answer()])
     summary = run_llm(str(tmp_path), count=6)
     calls = q(str(tmp_path), "SELECT count(*) AS n, min(prompt_tokens) AS p, sum(cost_usd) AS usd, "
                              "any_value(cost_source) AS source FROM llm_calls")[0]
@@ -74,8 +70,7 @@ def test_every_call_lands_with_tokens_and_cost(tmp_path, monkeypatch):
     (lambda d: text({**d, "goal": "g" * 700}), "setter: malformed rendering at goal"),
 ])
 def test_a_bad_answer_is_rejected_with_its_reason_reprompted_and_never_landed(tmp_path, monkeypatch, bad, reason):
-    good = _good()
-    scripted = ScriptedModel(monkeypatch, [bad(good), text(good)])
+    scripted = ScriptedModel(monkeypatch, [answer(bad), answer()])
     run_llm(str(tmp_path), count=1)
     attempts = q(str(tmp_path), "SELECT attempt, admitted, reason FROM attempts ORDER BY attempt")
     assert [a["attempt"] for a in attempts] == [1, 2]
@@ -91,10 +86,9 @@ def test_a_bad_answer_is_rejected_with_its_reason_reprompted_and_never_landed(tm
 
 def test_an_instance_whose_model_never_answers_is_rejected_and_its_failed_calls_are_counted(tmp_path, monkeypatch):
     monkeypatch.setenv("VHD_LLM_RETRIES", "1")
-    good = text(_good())
     limit = litellm.RateLimitError("slow down", llm_provider="openai", model=MODEL)
     # instance 1: two tries fail, attempt 2 answers; the rest answer at once
-    ScriptedModel(monkeypatch, [limit, limit, good])
+    ScriptedModel(monkeypatch, [limit, limit, answer()])
     summary = run_llm(str(tmp_path), count=1)
     attempts = q(str(tmp_path), "SELECT attempt, admitted, reason FROM attempts ORDER BY attempt")
     assert attempts[0]["reason"] == "setter: model call failed: gpt-4o-mini: RateLimitError after 2 tries"
@@ -105,7 +99,7 @@ def test_an_instance_whose_model_never_answers_is_rejected_and_its_failed_calls_
 
 
 def test_the_budget_stops_the_run_cleanly_and_a_rerun_finishes_it_from_the_cache(tmp_path, monkeypatch):
-    scripted = ScriptedModel(monkeypatch, [text(_good())])
+    scripted = ScriptedModel(monkeypatch, [answer()])
     one_call = 1e-7  # below one call's price: the first call spends it
     summary = run_llm(str(tmp_path), count=6, run_id="budgeted", budget=one_call)
     assert summary["status"] == "partial" and "LLM budget (--max-cost-usd) was reached" in summary["error"]
@@ -120,8 +114,7 @@ def test_the_budget_stops_the_run_cleanly_and_a_rerun_finishes_it_from_the_cache
 
 
 def test_the_setter_report_counts_first_attempts_rewrites_tokens_and_dollars(tmp_path, monkeypatch):
-    good = _good()
-    ScriptedModel(monkeypatch, ["{not json", text(good)])  # the first instance needs a second attempt
+    ScriptedModel(monkeypatch, ["{not json", answer()])  # the first instance needs a second attempt
     run_llm(str(tmp_path), count=3)
     _, sql = REPORTS["setter"][1]
     (row,) = q(str(tmp_path), sql)

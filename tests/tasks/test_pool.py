@@ -17,7 +17,7 @@ from tasks.land import land_result
 from tasks.plan import plan_shards
 from tasks.progress import ProgressHub, following
 from tasks.rounds import run_shard
-from tests.setter.llm_script import ScriptedModel, good_draft, instance, text
+from tests.setter.llm_script import ScriptedModel, answer
 from warehouse.catalog import run_query
 from warehouse.location import resolve_warehouse
 
@@ -90,7 +90,7 @@ def test_the_llm_budget_stops_the_run_with_worker_processes(tmp_path, monkeypatc
     monkeypatch.setenv("VHD_LLM_CACHE", str(tmp_path / "llm-cache"))
     monkeypatch.setenv("VHD_LLM_RETRY_WAIT", "0.01")
     monkeypatch.delenv("VHD_LLM_OPTIONS", raising=False)
-    scripted = ScriptedModel(monkeypatch, [text(good_draft(*instance()))])  # the model answers in this process
+    scripted = ScriptedModel(monkeypatch, [answer()])  # the model answers in this process
     budget = CostBudget(1e-7)  # below one call's price: the first call spends it
     shards = plan_shards(DATE, 6, "inventory_dp", setter="litellm", model="gpt-4o-mini")
     landed = run_stages(str(tmp_path / "wh"), shards, "budgeted", budget)
