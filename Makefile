@@ -32,7 +32,10 @@ $(LLM_STAMP): $(STAMP)
 # since its tool-schema extraction needs no torch (GRPOTrainer itself does: pip install torch). verifiers 0.4 pins
 # mcp==2.0.0 and openenv 0.10's fastmcp needs mcp<2, while constraints.txt pins mcp 2.3: each gets its own venv in
 # .venv/sidecars (verifiers' harness installs its chat program with uv, from PyPI, on first use); skyrl-gym too (its
-# omegaconf needs antlr4 4.9, constraints.txt pins 4.13.2).
+# omegaconf needs antlr4 4.9, constraints.txt pins 4.13.2). vhdplay is installed in the verifiers and skyrl venvs as
+# the README tells a user to (`pip install -e '.[verifiers]'`, `'.[skyrl]'`), so nothing needs PYTHONPATH; the
+# OpenEnv client reaches `vhd serve-openenv` over the network: its venv holds openenv and vhdplay without dependencies
+# (integrations.openenv_client, the typed client, imports only openenv).
 INTEG_STAMP := $(VENV)/.installed-integrations
 SIDECARS := $(VENV)/sidecars
 $(INTEG_STAMP): $(STAMP)
@@ -40,12 +43,11 @@ $(INTEG_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps 'trl>=1.16,<1.17'
 	$(PYTHON) -m venv $(SIDECARS)/openenv
 	$(SIDECARS)/openenv/bin/python -m pip install --quiet 'openenv>=0.10,<0.11'
+	$(SIDECARS)/openenv/bin/python -m pip install --quiet --no-deps -e .
 	$(PYTHON) -m venv $(SIDECARS)/verifiers
-	$(SIDECARS)/verifiers/bin/python -m pip install --quiet 'verifiers>=0.4,<0.5' uv 'duckdb>=2.0,<3' 'pyarrow>=20' \
-		'numpy>=2.0,<3' 'scipy>=1.14,<2' 'pandas>=2.2,<4'
+	$(SIDECARS)/verifiers/bin/python -m pip install --quiet -e '.[verifiers]' uv
 	$(PYTHON) -m venv $(SIDECARS)/skyrl
-	$(SIDECARS)/skyrl/bin/python -m pip install --quiet 'skyrl-gym>=0.4,<0.5' 'duckdb>=2.0,<3' 'pyarrow>=20' \
-		'numpy>=2.0,<3' 'scipy>=1.14,<2' 'pandas>=2.2,<4' 'pydantic>=2.10,<3'
+	$(SIDECARS)/skyrl/bin/python -m pip install --quiet -e '.[skyrl]'
 	touch $(INTEG_STAMP)
 
 sidecars: $(INTEG_STAMP)

@@ -64,7 +64,7 @@ def synthetic_rows(n: int, seed: int, run_id: str) -> pd.DataFrame:
         "passage_id": "agriculture-1", "title": "A title", "setter": "litellm", "model": "openai/gpt-4o-mini",
         "tool_count": rng.integers(10, 18, n), "turn_budget": rng.integers(20, 80, n), "u_star": u_star,
         "u0": u_star * rng.uniform(0.2, 0.9, n), "u_idle": 0.0, "online_u": None, "online_score": None,
-        "difficulty": rng.choice(["easy", "medium", "hard", "frontier"], n), "informed_score": informed,
+        "tier": rng.choice(["easy", "medium", "hard", "frontier"], n), "informed_score": informed,
         "heuristic_score": informed * rng.uniform(0.0, 0.6, n), "naive_score": naive, "skill_gap": informed - naive,
         "facts_fit": rng.uniform(0.3, 1.0, n),
         "attempts": rng.integers(1, 4, n), "llm_cost_usd": llm, "compute_seconds": rng.uniform(0.001, 0.05, n),

@@ -5,7 +5,7 @@ are admitted at the tier asked for.
     .venv/bin/python benchmarks/difficulty.py [--families all] [--tiers easy,medium,hard,frontier] [--count 30]
                                               [--processes 2] [--date 2026-12-03]
 
-For each family and tier it samples instances from the tier's cells (as `vhd generate --difficulty TIER` does),
+For each family and tier it samples instances from the tier's cells (as `vhd generate --tier TIER` does),
 renders them with the template setter and runs admission, until `--count` are admitted or 4 x count were drawn.
 Scores are means over the admitted environments, against the reachable reference (u*, or the optimal online policy
 of a sequential family; `heuristic:NAME` per heuristic agent); `yield` is admitted / drawn; `refused` names the

@@ -52,6 +52,9 @@ def preflight(args) -> str | None:
     check = {"generate": _preflight_generate, "eval": _preflight_eval, "serve": _preflight_serve}.get(args.command)
     try:
         if check is not None:
+            from cli.prefect_server import asked_port
+
+            asked_port(getattr(args, "prefect_port", None))  # --prefect-port / $VHD_PREFECT_PORT: a port number
             check(args)
     except Exception as error:  # noqa: BLE001 - only input errors become a line; a bug still raises
         if not is_user_error(error):
@@ -115,7 +118,7 @@ def cmd_generate(args) -> int:
 
     wh = _warehouse(args, read=False, write=True)  # checked with the rest of the input by preflight(), before Prefect
     shards = plan_shards(args.date, args.count, args.families, args.split, args.setter, args.model, args.shard_size,
-                         args.plan_name, args.fallback_model, args.difficulty)
+                         args.plan_name, args.fallback_model, args.tier)
     total = plan_total(args.plan_name, args.count)
     make_setter(args.setter, args.model, args.fallback_model)  # fails fast on a bad setter or missing model
     from flows.runners import check_runner
@@ -138,7 +141,7 @@ def cmd_generate(args) -> int:
                                split=args.split, setter=args.setter, model=args.model, warehouse=wh.url,
                                shard_size=args.shard_size, plan_name=args.plan_name,
                                fallback_model=args.fallback_model, max_cost_usd=args.max_cost_usd,
-                               difficulty=args.difficulty)
+                               tier=args.tier)
     _print_summary(summary, wh)
     nothing_admitted = summary.get("requested", 0) > 0 and summary["admitted"] == 0  # e.g. every model call failed
     return 1 if summary["status"] == "failed" or nothing_admitted else 0
@@ -414,6 +417,12 @@ def cmd_export(args) -> int:
     from cli.export import cmd_export as run
 
     return run(args, _warehouse(args))
+
+
+def cmd_score(args) -> int:
+    from cli.completions import cmd_score as run
+
+    return run(args, lambda: _warehouse(args))
 
 
 def cmd_doctor(args) -> int:

@@ -20,7 +20,7 @@ def cmd_export(args, wh) -> int:
     # the format asked for (argparse offers the export and trainer formats), else the one --out's suffix names
     fmt = args.format or next((f for f in EXPORT_FORMATS if str(args.out).endswith(f".{f}")), EXPORT_FORMATS[0])
     modes = parse_modes(args.mode)
-    specs = select_specs(args.where, args.limit, wh)
+    specs = select_specs(args.where, args.limit, wh, args.seed)  # --limit: a seeded sample, stratified by family
     rows = export_rows(specs, modes)
     path = write_rows(rows, args.out, fmt)
     print(f"wrote {len(rows)} row(s) ({len(specs)} environment(s) x {len(modes)} mode(s)) to {path} as {fmt}")

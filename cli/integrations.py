@@ -25,11 +25,13 @@ def cmd_export_trainer(args, wh) -> int:
     else:
         check_output_file(out)
     modes = parse_modes(args.mode)
-    specs = select_specs(args.where, args.limit, wh)
-    rows = trainer_rows(specs, args.format, modes)
+    specs = select_specs(args.where, args.limit, wh, args.seed)  # --limit: a seeded sample, stratified by family
+    rows = trainer_rows(specs, args.format, modes, sample_seed=args.seed if args.limit is not None else None)
     path = write_trainer_rows(rows, out, args.format)
-    shape = "a dataset folder, one configuration per family" if args.format == "hf" else (
-        "Parquet" if str(path).endswith(".parquet") else "JSON lines")
+    shape = ("a dataset folder: configuration 'default' with every family, one per family, splits from the rows' "
+             "split" if args.format == "hf" else "Parquet" if str(path).endswith(".parquet") else "JSON lines")
+    if args.limit is not None:
+        shape += f"; a sample drawn with --seed {args.seed}"
     print(f"wrote {len(rows)} row(s) ({len(specs)} environment(s) x {len(modes)} mode(s)) to {path} for "
           f"{args.format} ({shape})")
     return 0

@@ -18,6 +18,19 @@ class CliError(Exception):
     """A user-facing error: printed as one line, exit code 2."""
 
 
+class _RenamedOption(argparse.Action):
+    """An option's old name, still accepted: stores under the new option's dest, with a one-line note on stderr."""
+
+    def __init__(self, option_strings, dest, new: str, **kwargs) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"note: {option_string} is now {self.new} (same values); {option_string} still works but is "
+              "deprecated", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The `vhd` parser. With `command`, only that command's options are built and the others are listed by name and
     help: the options' choices and defaults come from the registries and constants that own them (the families'
@@ -45,9 +58,13 @@ def _generate_options(gen: argparse.ArgumentParser) -> None:
     gen.add_argument("--families", help="comma-separated family ids or group names, or 'diagnostic' (default: all)")
     gen.add_argument("--date", help="the run's date, YYYY-MM-DD (default today); seeds derive from it")
     gen.add_argument("--split", default=DEFAULT_SPLIT, help="split label written with every environment")
-    gen.add_argument("--difficulty", choices=TIERS,
-                     help="draw every family from this tier's cells and budgets and admit only environments "
-                          "measured at it (see the README's difficulty tiers); default: the families' plain grids")
+    tier = gen.add_mutually_exclusive_group()
+    tier.add_argument("--tier", choices=TIERS,
+                      help="draw every family from this tier's cells and budgets and admit only environments "
+                           "measured at it (the environments' tier column; see the README's difficulty tiers); "
+                           "default: the families' plain grids")
+    tier.add_argument("--difficulty", dest="tier", choices=TIERS, action=_RenamedOption, new="--tier",
+                      help=argparse.SUPPRESS)  # the flag's name before it was --tier: old nightly scripts still run
     _setter_options(gen, "who renders the tools")
     gen.add_argument("--fallback-model", help="litellm model tried when --model still fails after its retries")
     gen.add_argument("--max-cost-usd", type=float,
@@ -65,6 +82,17 @@ def _generate_options(gen: argparse.ArgumentParser) -> None:
                          "the progress bar moves as each shard's stages complete, and --max-cost-usd is refused",
                     "scheduler of a running Dask cluster for --runner dask (see README, 'Scaling out on Dask')")
     gen.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
+    _prefect_port_option(gen)
+
+
+def _prefect_port_option(command: argparse.ArgumentParser) -> None:
+    from cli.prefect_server import ENV_PORT, PREFERRED_PORT
+
+    command.add_argument("--prefect-port", metavar="PORT",
+                         help="port of the local Prefect server when this command starts it (default "
+                              f"${ENV_PORT}, else {PREFERRED_PORT}, or a free port when that is taken); refused when "
+                              "another program holds it, or the local server already runs on another port; "
+                              "PREFECT_API_URL set: that server is used instead")
 
 
 def _setter_options(command: argparse.ArgumentParser, help_text: str,
@@ -188,9 +216,11 @@ def _eval_options(ev: argparse.ArgumentParser) -> None:
     _mode_option(ev, several=True)
     ev.add_argument("--where", default="true", help="SQL condition over the environments table, e.g. \"family = "
                                                     "'knapsack' AND split = 'held_out'\" (default: all)")
-    ev.add_argument("--limit", type=int, help="at most N environments (in env_id order)")
+    ev.add_argument("--limit", type=int, help="a seeded random sample of N environments, stratified by family "
+                                              "(every family once N reaches their number; --seed draws it)")
     ev.add_argument("--concurrency", type=int, default=4, help="episodes played at once (default 4)")
-    ev.add_argument("--seed", type=int, default=0, help="seed of the random agent")
+    ev.add_argument("--seed", type=int, default=0, help="seed of the random agent and of the --limit sample "
+                                                        "(default 0)")
     ev.add_argument("--max-turns", type=int, help="model calls per episode (default: the environment's turn budget)")
     ev.add_argument("--max-tokens", type=int, default=AgentConfig.max_tokens,
                     help=f"completion tokens per model call (default {AgentConfig.max_tokens})")
@@ -206,6 +236,9 @@ def _serve_envs_options(serve_envs: argparse.ArgumentParser) -> None:
     serve_envs.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve_envs.add_argument("--session-ttl", type=float, default=600.0,
                             help="seconds a session may stay idle before it expires (default 600)")
+    serve_envs.add_argument("--where", default="true",
+                            help="SQL condition over the environments table: the only environments served (an id "
+                                 "outside it is refused as unknown), e.g. \"split = 'train'\" (default: all)")
 
 
 def _serve_mcp_options(serve_mcp: argparse.ArgumentParser) -> None:
@@ -220,9 +253,23 @@ def _serve_openenv_options(openenv: argparse.ArgumentParser) -> None:
     openenv.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     openenv.add_argument("--max-sessions", type=int, default=256,
                          help="concurrent WebSocket sessions (default 256; one more gets CAPACITY_REACHED)")
-    openenv.add_argument("--where", default="true", help="SQL condition: the environments the Task API lists")
+    openenv.add_argument("--where", default="true",
+                         help="SQL condition: the environments the Task API lists, the only ones a session may reset "
+                              "to (an id outside it is refused as unknown)")
     _mode_option(openenv, several=True,
                  help_text=f"modes the Task API lists per environment (default {DEFAULT_MODE})")
+
+
+def _score_options(score: argparse.ArgumentParser) -> None:
+    score.add_argument("transcript", help="JSON file of the chat: a list of OpenAI messages (assistant tool_calls, or "
+                                          "<tool_call>{...}</tool_call> in the text), or {\"messages\": [...]}")
+    score.add_argument("--env-id", help="the environment, from the warehouse; with --row: which of its rows")
+    score.add_argument("--row", help="a row file of vhd export (.json, .jsonl, .parquet, an hf folder) instead of the "
+                                     "warehouse; one row, or the one --env-id and --mode select")
+    from schemas.envspec import DEFAULT_MODE, MODES
+
+    score.add_argument("--mode", choices=MODES,
+                       help=f"the environment's mode (default {DEFAULT_MODE}; with --row: which of its rows)")
 
 
 def _export_options(export: argparse.ArgumentParser) -> None:
@@ -233,11 +280,16 @@ def _export_options(export: argparse.ArgumentParser) -> None:
 
     export.add_argument("--where", default="true", help="SQL condition over the environments table (default: all)")
     export.add_argument("--mode", default=ALL_MODES, help=f"{', '.join(MODES)}, comma-separated, or all (default)")
-    export.add_argument("--limit", type=int, help="at most N environments (in env_id order)")
+    export.add_argument("--limit", type=int, help="a seeded random sample of N environments, stratified by family "
+                                                  "(every family once N reaches their number; default: all)")
+    export.add_argument("--seed", type=int, default=0, help="seed of the --limit sample (default 0; the same seed, "
+                                                            "the same sample), recorded in the trl, skyrl and hf "
+                                                            "rows' sample_seed")
     export.add_argument("--format", choices=(*EXPORT_FORMATS, *TRAINER_FORMATS),
                         help=f"default: from --out's suffix, else {EXPORT_FORMATS[0]}; trl, skyrl: chat-message prompt "
-                             "and difficulty columns (.parquet or .jsonl); hf: a dataset folder, one configuration per "
-                             "family")
+                             "and difficulty columns (.parquet or .jsonl); hf: a Hugging Face dataset folder with a "
+                             "default configuration of every family and one per family, splits from the rows' split "
+                             "(train, held_out, ood), and a dataset card")
     export.add_argument("--out", required=True, help="file to write (a folder for --format hf)")
 
 
@@ -255,6 +307,7 @@ def _server_options(server: argparse.ArgumentParser) -> None:
     server.add_argument("action", choices=("status", "start", "stop"),
                         help="status: where it listens and whether it answers; start: start it now if it is not "
                              "running; stop: stop it and its processes")
+    _prefect_port_option(server)
 
 
 SERVER_DESCRIPTION = ("The local Prefect server: the first command that needs a Prefect API (generate, eval, serve) "
@@ -286,6 +339,8 @@ COMMANDS = {
                       "splits and catalog rows", _serve_openenv_options),
     "export": ("export selected environments for trainers: one row per environment and mode (env id, system prompt, "
                "tools, spec)", _export_options),
+    "score": ("score one finished chat: replay its tool calls against the environment; print score, u and each "
+              "failed call's error as JSON", _score_options),
     "llm": ("the local model: 'serve' runs gemma-3-270m on 127.0.0.1 for --setter litellm, offline", _llm_options),
     "server": ("the local Prefect server that vhd starts when PREFECT_API_URL is unset: status, start, stop",
                _server_options),
@@ -303,7 +358,7 @@ NEEDS_API = frozenset({"generate", "eval", "serve"})
 # servers (serve, serve-envs, serve-mcp, llm), `play` (a human may type) and `server` keep the main thread and
 # stop on Ctrl-C as their servers do
 INTERRUPTIBLE = frozenset({"generate", "eval", "query", "report", "export", "warehouse", "show", "solve",
-                           "families", "doctor"})
+                           "families", "doctor", "score"})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -319,13 +374,14 @@ def main(argv: list[str] | None = None) -> int:
     if refusal is not None:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
-    from cli.prefect_server import ServerStartError, use_local_server
+    from cli.prefect_server import ServerStartError, asked_port, use_local_server
 
     try:
         # Before Prefect is imported (it reads its settings once): without a configured API, the local server's
         # URL, started in the background if needed and reused by later commands. Doctor only looks at it.
         if args.command in NEEDS_API or args.command == "doctor":
-            use_local_server(start=args.command != "doctor")
+            start = args.command != "doctor"  # the port asked (--prefect-port, $VHD_PREFECT_PORT): preflight checked it
+            use_local_server(start=start, port=asked_port(getattr(args, "prefect_port", None)) if start else None)
     except ServerStartError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

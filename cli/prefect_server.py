@@ -8,6 +8,10 @@ own 20 s wait. Instead the first `vhd generate`, `vhd eval` or `vhd serve` start
 `PREFECT_API_URL` before Prefect is imported. Later commands find the record, check the process and its
 health endpoint, and reuse it. A file lock makes two commands started together start one server.
 
+The server listens on port 4200, or a free port when 4200 is taken, unless a port is asked for (`vhd generate
+--prefect-port PORT`, `vhd server start --prefect-port PORT`, or `VHD_PREFECT_PORT` for every command): then on
+that port only, or a one-line refusal when another program holds it or the running local server listens elsewhere.
+
 This module imports nothing of Prefect's: it must run before the URL is decided.
 """
 
@@ -29,6 +33,8 @@ if TYPE_CHECKING:  # the rest is imported where used: every vhd command imports 
 
 ENV_HOME = "VHD_HOME"
 ENV_TIMEOUT = "VHD_PREFECT_START_TIMEOUT"
+ENV_PORT = "VHD_PREFECT_PORT"
+PORT_FLAG = "--prefect-port"
 DEFAULT_TIMEOUT_S = 180.0
 PREFERRED_PORT = 4200
 RECORD, LOG, LOCK, DATABASE = "server.json", "server.log", "start.lock", "prefect.db"
@@ -92,6 +98,61 @@ def start_timeout() -> float:
     if not value > 0 or value == float("inf"):
         raise ServerStartError(f"{ENV_TIMEOUT} must be a positive number of seconds, got {text!r}")
     return value
+
+
+@dataclass(frozen=True)
+class Port:
+    """A port asked for, and who asked (the flag or the variable), for the lines that name it."""
+
+    number: int
+    source: str
+
+
+def parse_port(text: str, source: str) -> Port:
+    """A port number (1 to 65535) given by `source`; ValueError with one line naming the fix otherwise."""
+    try:
+        number = int(text.strip())
+    except (ValueError, AttributeError):
+        number = 0
+    if not 0 < number < 65536:
+        raise ValueError(f"{source} must be a port number from 1 to 65535, got {text!r}; e.g. {source}"
+                         f"{'=' if source == ENV_PORT else ' '}4201 (unset: {PREFERRED_PORT}, or a free port "
+                         "when it is taken)")
+    return Port(number, source)
+
+
+def asked_port(flag: str | None = None) -> Port | None:
+    """The port asked for the local server: the --prefect-port value `flag`, else $VHD_PREFECT_PORT, else None
+    (then port 4200, or a free one when it is taken). ValueError with one line for a bad value."""
+    if flag is not None:
+        return parse_port(flag, PORT_FLAG)
+    text = os.environ.get(ENV_PORT, "").strip()
+    return parse_port(text, ENV_PORT) if text else None
+
+
+def _asked_port(port: Port | None) -> Port | None:
+    """`port`, else the variable's (a bad value as a ServerStartError: the commands without the flag)."""
+    if port is not None:
+        return port
+    try:
+        return asked_port()
+    except ValueError as error:
+        raise ServerStartError(str(error)) from None
+
+
+def _check_port(record: Record, port: Port | None) -> Record:
+    """The running server when it listens where asked; else the one line that says how to move it."""
+    if port is not None and record.port != port.number:
+        raise ServerStartError(f"{port.source} asks for port {port.number}, but the local Prefect server already "
+                               f"runs on port {record.port} ({record.url}, pid {record.pid}); run `vhd server stop` "
+                               f"to start it on {port.number}, or leave {port.source} unset to use it")
+    return record
+
+
+def _port_taken(port: Port) -> ServerStartError:
+    return ServerStartError(f"port {port.number} on 127.0.0.1 ({port.source}) is in use by another program or not "
+                            f"allowed; choose another {port.source}, leave it unset (port {PREFERRED_PORT}, or a "
+                            "free one when it is taken), or set PREFECT_API_URL to a running server")
 
 
 @dataclass
@@ -263,10 +324,14 @@ def _start_lock(home: Path, wait_s: float):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _port_free(port: int) -> bool:
+def _port_free(port: int, reuse: bool = False) -> bool:
+    """Whether 127.0.0.1:port can be bound; with `reuse`, as the server binds it (SO_REUSEADDR: connections of a
+    server stopped a moment ago, in TIME_WAIT, do not hold the port)."""
     import socket
 
     with socket.socket() as sock:
+        if reuse:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
@@ -337,12 +402,17 @@ def _launch(home: Path, port: int) -> tuple[Record, subprocess.Popen]:
     return record, process
 
 
-def _start(home: Path, timeout: float) -> Record:
+def _start(home: Path, timeout: float, asked: Port | None = None) -> Record:
     first = not (home / DATABASE).exists()
     text = "starting the local Prefect server" + (" (first start creates its database)" if first else "")
+    if asked is not None:
+        if not _port_free(asked.number, reuse=True):
+            raise _port_taken(asked)
+        port = asked.number
+    else:
+        port = PREFERRED_PORT if _port_free(PREFERRED_PORT) else _free_port()
     progress = _Progress(text)
     deadline = time.monotonic() + timeout
-    port = PREFERRED_PORT if _port_free(PREFERRED_PORT) else _free_port()
     for attempt in range(2):
         record, process = _launch(home, port)
         outcome = _wait_for(record, process, deadline, progress)
@@ -352,6 +422,9 @@ def _start(home: Path, timeout: float) -> Record:
         terminate(record.pid, process, grace_s=5.0)
         _remove_record(home)
         log_line = _last_log_line(Path(record.log))
+        if outcome == "exited" and "already in use" in log_line and asked is not None:
+            progress.clear()
+            raise _port_taken(asked)  # another program took it between our check and the server's bind
         if outcome == "exited" and attempt == 0 and "already in use" in log_line and time.monotonic() < deadline:
             port = _free_port()  # another program took the port between our check and the server's bind
             continue
@@ -365,12 +438,16 @@ def _start(home: Path, timeout: float) -> Record:
     raise AssertionError("unreachable")
 
 
-def ensure_server(timeout: float | None = None) -> Record:
-    """The local server, reused when its record, process and health check agree, else started (under a lock)."""
+def ensure_server(timeout: float | None = None, port: Port | None = None) -> Record:
+    """The local server, reused when its record, process and health check agree, else started (under a lock).
+
+    `port` (else $VHD_PREFECT_PORT) is where it must listen: a server running on another port is refused with one
+    line, not reused."""
     home = server_home()
+    port = _asked_port(port)
     found = running(home)
     if found is not None:
-        return found
+        return _check_port(found, port)
     timeout = start_timeout() if timeout is None else timeout
     try:
         home.mkdir(parents=True, exist_ok=True)
@@ -381,32 +458,45 @@ def ensure_server(timeout: float | None = None) -> Record:
         record = Record.read(home)
         if record is not None and alive(record.pid):
             if answers(record.url):  # started by the command that held the lock
-                return record
+                return _check_port(record, port)
             # a server still starting (its starter was interrupted) or hung: give it the wait, then replace it
             progress = _Progress("waiting for the local Prefect server to answer")
             outcome = _wait_for(record, None, time.monotonic() + timeout, progress)
             progress.clear()
             if outcome == "ok":
-                return record
+                return _check_port(record, port)
             terminate(record.pid)
         _remove_record(home)  # stale: the process is gone or did not answer
         started = time.monotonic()
-        record = _start(home, timeout)
+        record = _start(home, timeout, port)
         print(f"started the local Prefect server in {time.monotonic() - started:.0f} s: {record.url} "
               f"(UI {record.ui}; `vhd server status`, `vhd server stop`)", file=sys.stderr, flush=True)
         return record
 
 
-def use_local_server(start: bool = True) -> str | None:
+def use_local_server(start: bool = True, port: Port | None = None) -> str | None:
     """Export PREFECT_API_URL for this process: the configured one stays; else the local server's (started if
-    `start`). Must run before Prefect is imported: Prefect reads its settings once, at import."""
-    if configured_api_url():
+    `start`, on `port`, else $VHD_PREFECT_PORT's, else 4200 or a free one). Must run before Prefect is imported:
+    Prefect reads its settings once, at import. A --prefect-port beside a configured PREFECT_API_URL is refused
+    (it would be ignored)."""
+    if _configured_beside(port):
         return None
-    record = ensure_server() if start else running()
+    record = ensure_server(port=port) if start else running()
     if record is None:
         return None
     os.environ["PREFECT_API_URL"] = record.url
     return record.url
+
+
+def _configured_beside(port: Port | None) -> str | None:
+    """The configured PREFECT_API_URL (vhd uses that server, so no port applies), or None; a --prefect-port given
+    beside it is refused with one line: it would be ignored."""
+    configured = configured_api_url()
+    if configured and port is not None and port.source == PORT_FLAG:
+        raise ServerStartError(f"{PORT_FLAG} chooses the local Prefect server's port, but PREFECT_API_URL is set "
+                               f"({_masked(configured)}) and vhd uses that server; drop {PORT_FLAG} or unset "
+                               "PREFECT_API_URL")
+    return configured
 
 
 def stop_server(home: Path | None = None) -> str:
@@ -465,15 +555,19 @@ def _masked(url: str) -> str:
 
 def cmd_server(args) -> int:
     """`vhd server status|start|stop`."""
+    if args.prefect_port is not None and args.action != "start":
+        raise ValueError(f"{PORT_FLAG} applies to `vhd server start` (and `vhd generate`); `vhd server "
+                         f"{args.action}` takes no port")
     if args.action == "stop":
         print(stop_server())
         return 0
     if args.action == "start":
-        if configured_api_url():
+        port = asked_port(args.prefect_port)  # a bad value: one line (cli.main), before anything starts
+        if _configured_beside(port):
             print(f"PREFECT_API_URL is set ({_masked(configured_api_url())}): vhd commands use that server; the "
                   "local one is not started")
             return 0
-        ensure_server()
+        ensure_server(port=port)
     lines, ok = status_lines()
     print("\n".join(lines))
     return 0 if ok else 1

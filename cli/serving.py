@@ -12,9 +12,13 @@ def cmd_serve_envs(args, wh) -> int:
         raise ValueError(f"--port must be 1-65535, got {args.port}")
     if not args.session_ttl > 0:
         raise ValueError(f"--session-ttl must be positive seconds, got {args.session_ttl}")
-    print(f"serving the environments of {wh.url} on http://{args.host}:{args.port} (sessions expire after "
+    from envs.catalog import selected_count
+
+    count = selected_count(args.where, wh)  # a bad --where fails here, with one line
+    scope = "" if args.where == "true" else f" ({count} selected by --where)"
+    print(f"serving the environments of {wh.url}{scope} on http://{args.host}:{args.port} (sessions expire after "
           f"{args.session_ttl:g} s idle; API docs at /docs); Ctrl-C stops", file=sys.stderr)
-    serve(wh, host=args.host, port=args.port, ttl_s=args.session_ttl)
+    serve(wh, host=args.host, port=args.port, ttl_s=args.session_ttl, where=args.where)
     return 0
 
 

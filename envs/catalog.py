@@ -6,6 +6,7 @@ environment library itself stays usable without the factory's storage layer.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
@@ -32,17 +33,34 @@ def _warehouse(warehouse):
     return warehouse if isinstance(warehouse, Warehouse) else resolve_warehouse(warehouse)
 
 
-def load_spec(env_id: str, warehouse=None) -> EnvSpec:
-    """The EnvSpec of one admitted environment; UnknownEnvironment if the catalog has no such id."""
+def not_found(env_id: str) -> UnknownEnvironment:
+    """The error of an id the catalog (or a server's selection: a served subset is the whole world) does not hold."""
+    return UnknownEnvironment(f"unknown environment id {env_id!r}; "
+                              'list ids with: vhd query "SELECT env_id FROM environments"')
+
+
+def load_spec(env_id: str, warehouse=None, where: str = "true") -> EnvSpec:
+    """The EnvSpec of one admitted environment; UnknownEnvironment if the catalog has no such id, or if `where` (a
+    SQL predicate over `environments`: a server's selection) leaves it out, with the same message either way."""
     from warehouse.catalog import run_query
 
     if not isinstance(env_id, str) or not _ENV_ID.match(env_id):
         raise UnknownEnvironment(f"unknown environment id {env_id!r}; ids are letters, digits, '_', '.', '-'")
-    table = run_query(_warehouse(warehouse), f"SELECT spec_json FROM environments WHERE env_id = '{env_id}' LIMIT 1")
+    scope = "" if where == "true" else f" AND ({check_predicate(where)})"
+    table = run_query(_warehouse(warehouse),
+                      f"SELECT spec_json FROM environments WHERE env_id = '{env_id}'{scope} LIMIT 1")
     if table.num_rows == 0:
-        raise UnknownEnvironment(f"unknown environment id {env_id!r}; "
-                                 'list ids with: vhd query "SELECT env_id FROM environments"')
+        raise not_found(env_id)
     return EnvSpec.model_validate_json(table.column("spec_json")[0].as_py())
+
+
+def selected_count(where: str = "true", warehouse=None) -> int:
+    """How many environments a SQL predicate over `environments` selects: BadPredicate for one that is not one
+    expression, QueryError (one line) for one the catalog cannot run (a column it lacks)."""
+    from warehouse.catalog import run_query
+
+    sql = f"SELECT count(*) AS n FROM environments WHERE ({check_predicate(where)})"
+    return int(run_query(_warehouse(warehouse), sql).column("n")[0].as_py())
 
 
 def load_env(env_id: str, mode: Mode = DEFAULT_MODE, warehouse=None) -> Environment:
@@ -72,14 +90,49 @@ def check_predicate(predicate: str) -> str:
     return predicate
 
 
-def select_specs(where: str = "true", limit: int | None = None, warehouse=None) -> list[EnvSpec]:
-    """The EnvSpecs matching a SQL predicate over `environments`, in env_id order, at most `limit` of them."""
+def sample_ids(members: list[tuple[str, str]], limit: int, seed: int = 0) -> list[str]:
+    """A seeded sample of `limit` env ids out of (env_id, family) pairs, stratified by family: the families in a
+    seeded order take turns (round-robin), each giving its next environment in a seeded order, so a limit of at
+    least the number of families holds every family. The same pairs and seed give the same sample, in draw order;
+    the order is a SHA-256 of the seed and the name, the same on every machine and version."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"the sample seed must be an integer, got {seed!r}")
+
+    def key(*parts: object) -> bytes:
+        return hashlib.sha256(":".join(map(str, parts)).encode()).digest()
+
+    families: dict[str, list[str]] = {}
+    for env_id, family in members:
+        families.setdefault(family, []).append(env_id)
+    queues = [sorted(ids, key=lambda env_id: key(seed, "env", env_id))
+              for _, ids in sorted(families.items(), key=lambda item: key(seed, "family", item[0]))]
+    drawn: list[str] = []
+    for turn in range(max(map(len, queues), default=0)):
+        drawn.extend(queue[turn] for queue in queues if turn < len(queue))
+    return drawn[:limit]
+
+
+def select_specs(where: str = "true", limit: int | None = None, warehouse=None, seed: int = 0) -> list[EnvSpec]:
+    """The EnvSpecs matching a SQL predicate over `environments`: all of them in env_id order, or with `limit` a
+    seeded sample of at most `limit` (`sample_ids`: stratified by family, the same for one seed, in draw order)."""
     from warehouse.catalog import run_query
 
     if limit is not None and limit < 1:
         raise ValueError(f"--limit must be at least 1, got {limit}")
-    sql = f"SELECT env_id, spec_json FROM environments WHERE ({check_predicate(where)}) ORDER BY env_id"
-    if limit is not None:
-        sql += f" LIMIT {int(limit)}"
-    table = run_query(_warehouse(warehouse), sql)
-    return [EnvSpec.model_validate_json(text) for text in table.column("spec_json").to_pylist()]
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"--seed must be an integer, got {seed!r}")
+    wh, predicate = _warehouse(warehouse), check_predicate(where)
+    if limit is None:
+        table = run_query(wh, f"SELECT spec_json FROM environments WHERE ({predicate}) ORDER BY env_id")
+        return [EnvSpec.model_validate_json(text) for text in table.column("spec_json").to_pylist()]
+    members = run_query(wh, f"SELECT DISTINCT env_id, family FROM environments WHERE ({predicate})")
+    pairs = zip(members.column("env_id").to_pylist(), members.column("family").to_pylist(), strict=True)
+    drawn = sample_ids(list(pairs), int(limit), seed)
+    if not drawn:
+        return []
+    if not all(_ENV_ID.match(env_id) for env_id in drawn):  # ids are quoted into the query below
+        raise ValueError("the catalog holds an env id that is not letters, digits, '_', '.', '-'; check the warehouse")
+    quoted = ", ".join(f"'{env_id}'" for env_id in drawn)
+    table = run_query(wh, f"SELECT env_id, spec_json FROM environments WHERE env_id IN ({quoted})")
+    specs = dict(zip(table.column("env_id").to_pylist(), table.column("spec_json").to_pylist(), strict=True))
+    return [EnvSpec.model_validate_json(specs[env_id]) for env_id in drawn if env_id in specs]

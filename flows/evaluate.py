@@ -26,7 +26,7 @@ def evaluate(agent: str, modes: list[str], where: str = "true", limit: int | Non
     started = time.perf_counter()
     eval_run_id = f"eval-{flow_run.get_id() or uuid.uuid4().hex}"
     date = eval_date()
-    specs = select_environments(warehouse, where, limit)
+    specs = select_environments(warehouse, where, limit, seed)  # --limit: a sample drawn with the same seed
     config = {"model": model, **(agent_config or {})} if model else None
     futures = [(mode, play_episode_task.submit(spec, mode, agent, eval_run_id, seed, config))
                for spec in specs for mode in modes]
@@ -37,7 +37,8 @@ def evaluate(agent: str, modes: list[str], where: str = "true", limit: int | Non
         except Exception as error:  # noqa: BLE001 - reported in the summary, the other episodes still land
             failures.append(f"{mode}: {type(error).__name__}: {str(error)[:200]}")
     summary = {"eval_run_id": eval_run_id, "date": date, "agent": agent, "model": model, "modes": modes,
-               "where": where, "limit": limit, "environments": len(specs), "episodes": len(rows),
+               "where": where, "limit": limit, "sample_seed": seed if limit is not None else None,
+               "environments": len(specs), "episodes": len(rows),
                "model_errors": sum(1 for row in rows if row["error"]), "failures": failures}
     path = land_evaluations(warehouse, rows, eval_run_id, date, summary) if rows else None
     return {**summary, "file": path, "wall_seconds": time.perf_counter() - started}

@@ -40,10 +40,12 @@ LANDING_THREADS = 2
 def generate(date: str | None = None, count: int | None = None, families: str | None = None, split: str = DEFAULT_SPLIT,
              setter: str = "template", model: str | None = None, warehouse: str | None = None,
              shard_size: int = DEFAULT_SHARD_SIZE, plan_name: str | None = None, fallback_model: str | None = None,
-             max_cost_usd: float | None = None, difficulty: str | None = None):
+             max_cost_usd: float | None = None, tier: str | None = None):
     """Generate `count` admitted environments (or a named plan such as "paper") and land them in the warehouse.
 
-    With `max_cost_usd` the run stops asking the model once that much is spent and lands what was admitted.
+    With `max_cost_usd` the run stops asking the model once that much is spent and lands what was admitted. With
+    `tier` (easy, medium, hard, frontier) every family draws from that tier's cells and only environments measured
+    at it are admitted.
     A shard that still fails after its retries is left out; the others land and are committed, and the flow
     ends Failed with a message naming the shard and its reason (tasks.commit.final_state); its data is the
     run summary either way.
@@ -51,11 +53,11 @@ def generate(date: str | None = None, count: int | None = None, families: str | 
     started = dt.datetime.now(dt.UTC)
     parameters = {"date": date, "count": plan_total(plan_name, count), "families": families, "split": split,
                   "setter": setter, "model": model, "fallback_model": fallback_model, "shard_size": shard_size,
-                  "plan": plan_name, "max_cost_usd": max_cost_usd, "difficulty": difficulty}
+                  "plan": plan_name, "max_cost_usd": max_cost_usd, "tier": tier}
     flow_run_id = flow_run.get_id()
     run_id = flow_run_id or uuid.uuid4().hex
     budget = None if max_cost_usd is None else CostBudget(max_cost_usd)  # this run's, never sent to a worker
-    shards = plan(date, count, families, split, setter, model, shard_size, plan_name, fallback_model, difficulty)
+    shards = plan(date, count, families, split, setter, model, shard_size, plan_name, fallback_model, tier)
     day = shards[0].date
     finished = find_finished_shards(warehouse, day)
     todo = [s for s in shards if s.key not in finished]

@@ -7,14 +7,17 @@ built on them: TRL, SkyRL, Unsloth, ART) play it unchanged:
                     {"type": "reset", "data": {...}}  -> {"type": "observation", "data": {observation, reward, done}}
                     {"type": "step",  "data": action} -> the same; action = MCP's CallToolAction
                          {"type": "call_tool", "tool_name": ..., "arguments": {...}} or {"type": "list_tools"}
-                    {"type": "state"} -> {"type": "state", "data": {episode_id, step_count, ...}}
+                    {"type": "state"} -> {"type": "state", "data": {episode_id, step_count, ..., score, u}}
+                         (OpenEnv's MCPToolClient keeps only episode_id and step_count of it: the typed client
+                         integrations.openenv_client.VhdplayEnv keeps all, as VhdplayState)
                     {"type": "mcp", "data": JSON-RPC tools/list | tools/call}, {"type": "close"}
                     a refused message -> {"type": "error", "data": {"message": <one line>, "code": ...}}
     GET  /health, /metadata, /schema (the action, observation and state JSON schemas)
     Task API: GET /list_environments, GET /vhdplay/splits, POST /vhdplay/num_tasks {split},
               POST /vhdplay/task {split, index}, POST /vhdplay/tasks {split}, POST /vhdplay/task_range
 
-Reset picks the environment: `reset(split=, index=)` (a Task API row), `reset(env_id=, mode=)`, or
+Reset picks the environment: `reset(split=, index=)` (a Task API row), `reset(env_id=, mode=)` (an id outside the
+selection, `serve(where=)`, is refused as an unknown one: a served subset is the whole world), or
 `reset(seed=)` (row seed mod the number of rows of `split`, default the first split). A task row is one
 (environment, mode) of the selection, in env_id then mode order. A tool call's observation is the environment's
 answer (a mistake is an answer, as in process: `{"error": ...}` that spends a turn); the reward is 0.0 on every step
@@ -64,7 +67,8 @@ STATE_SCHEMA = {
     "properties": {"episode_id": {"type": ["string", "null"]}, "step_count": {"type": "integer"},
                    "env_id": {"type": ["string", "null"]}, "mode": {"type": ["string", "null"]},
                    "turns": {"type": "integer"}, "turn_budget": {"type": "integer"}, "done": {"type": "boolean"},
-                   "score": {"type": ["number", "null"]}, "u": {"type": ["number", "null"]}}}
+                   "score": {"type": ["number", "null"]}, "u": {"type": ["number", "null"]},
+                   "task": {"type": ["object", "null"], "description": "the Task API row reset played, if any"}}}
 
 
 class Refused(ValueError):
@@ -86,7 +90,7 @@ class TaskRows:
         from envs.catalog import check_predicate
         from warehouse.catalog import run_query
 
-        sql = ("SELECT env_id, split, family, difficulty AS tier, size, horizon, turn_budget, u0, u_star, "
+        sql = ("SELECT env_id, split, family, tier, size, horizon, turn_budget, u0, u_star, "
                f"informed_score, heuristic_score FROM environments WHERE ({check_predicate(where)}) "
                "ORDER BY split, env_id")
         rows = run_query(warehouse, sql).to_pylist()
@@ -100,6 +104,10 @@ class TaskRows:
                 tasks = splits.setdefault(row["split"], [])
                 tasks.append({**row, "mode": mode, "index": len(tasks), "id": f"{row['env_id']}/{mode}"})
         return cls(splits)
+
+    def env_ids(self) -> frozenset[str]:
+        """Every environment of the selection, whatever its split: the only ones a session may reset to."""
+        return frozenset(task["env_id"] for tasks in self.splits.values() for task in tasks)
 
     def split(self, split: str) -> list[dict[str, Any]]:
         if split not in self.splits:
@@ -276,8 +284,13 @@ def create_app(load: Callable[[str], EnvSpec], tasks: TaskRows, max_sessions: in
     app.state.sessions = 0
     lock = asyncio.Lock()
     specs: dict[str, EnvSpec] = {}
+    served = tasks.env_ids()  # a served subset is the whole world: reset(env_id=) outside it is an unknown id
 
     def cached_load(env_id: str) -> EnvSpec:
+        if env_id not in served:
+            from envs.catalog import not_found
+
+            raise not_found(env_id)
         if env_id not in specs:
             specs[env_id] = load(env_id)
         return specs[env_id]

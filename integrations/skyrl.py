@@ -4,60 +4,47 @@ hf). Needs `skyrl-gym` (0.4).
     from integrations.skyrl import register
     register()                                   # skyrl_gym.make("vhdplay", env_config=None, extras=row)
 
-The model's reply is one tool call, `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (or that JSON object
-alone); the observation comes back as the next user message. A reply without a call is the environment's answer too:
-an error observation that spends a turn. The reward is 0.0 on every step but the one that ends the episode, which
-carries the score; the episode ends as the environment's does (its turn budget is max_turns).
+The prompt's system message lists the tools and the call format (SkyRL's generator renders the chat template without a
+`tools` argument; a skyrl row carries them already, `init` adds them to a trl or hf row's prompt). The model's reply
+is one tool call, `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (or that JSON object alone); the
+observation comes back as the next user message. A reply without a call is the environment's answer too: an error
+observation that spends a turn. The reward is 0.0 on every step but the one that ends the episode, which carries the
+score; the episode ends as the environment's does, at its turn budget.
+
+SkyRL's own turn limit (`generator.max_turns`, which its generator passes as `extras["max_turns"]`; or `max_turns` in
+the env config or the row's `extra_info`) must leave room for that budget: a limit below it is refused when the
+environment is made, in one line naming both numbers, since the instructions promise the agent its whole budget and
+an episode cut short would be scored on a plan it was not allowed to finish.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
-from integrations.rows import ENV_CLASS, env_from_trainer_row
-
-_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
-CALL_FORMAT = '<tool_call>{"name": "<tool>", "arguments": {...}}</tool_call>'
-
-
-def parse_action(text: str) -> tuple[str, dict[str, Any]] | None:
-    """(tool name, arguments) of a reply, or None when it holds no well-formed call."""
-    match = _TOOL_CALL.search(text or "")
-    candidate = match.group(1) if match else (text or "").strip()
-    fenced = _FENCE.match(candidate)
-    if fenced:
-        candidate = fenced.group(1)
-    try:
-        call = json.loads(candidate)
-    except (json.JSONDecodeError, RecursionError):
-        return None
-    if not isinstance(call, dict):
-        return None
-    name, arguments = call.get("name", call.get("tool")), call.get("arguments", {})
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError:
-            return None
-    if not isinstance(name, str) or not isinstance(arguments, dict):
-        return None
-    return name, arguments
+from integrations.completions import parse_action  # the reply parser, shared with score_completion
+from integrations.rows import CALL_FORMAT, ENV_CLASS, TOOLS_HEADING, env_from_trainer_row, tools_prompt
 
 
 class VhdSkyRLEnv(BaseTextEnv):
     def __init__(self, env_config: Any = None, extras: dict[str, Any] | None = None):
         super().__init__()
-        self.env = env_from_trainer_row(extras or {})
-        self.max_turns = self.env.spec.turn_budget
+        extras = extras or {}
+        self.env = env_from_trainer_row(extras)
+        budget = self.env.spec.turn_budget
+        limit = trainer_turn_limit(env_config, extras)
+        if limit is not None and limit < budget:
+            raise ValueError(f"SkyRL max_turns={limit} is below the turn budget {budget} of {self.env.env_id} (its "
+                             f"instructions promise {budget} turns): set generator.max_turns to at least {budget}, "
+                             f"or export only rows with turn_budget <= {limit}")
+        self.max_turns = budget
 
     def init(self, prompt):
         self.env.reset()
-        return prompt, {"env_id": self.env.env_id, "mode": self.env.mode, "tools": self.env.tools()}
+        return with_tools(prompt, self.env), {"env_id": self.env.env_id, "mode": self.env.mode,
+                                              "tools": self.env.tools()}
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
         self.turns += 1
@@ -76,6 +63,30 @@ class VhdSkyRLEnv(BaseTextEnv):
     def get_metrics(self) -> dict[str, Any]:
         return {"score": self.env.score(), "u": self.env.utility(), "turns": self.env.turns,
                 "errors": self.env.errors}
+
+
+def trainer_turn_limit(env_config: Any, extras: dict[str, Any]) -> int | None:
+    """The trainer's turn limit, where SkyRL puts one: extras (its generator's max_turns), the env config, or the
+    row's extra_info; None when none is set."""
+    config_limit = env_config.get("max_turns") if hasattr(env_config, "get") else None
+    extra_info = extras.get("extra_info") if isinstance(extras.get("extra_info"), dict) else {}
+    for value in (extras.get("max_turns"), config_limit, extra_info.get("max_turns")):
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value < 1:
+                raise ValueError(f"SkyRL max_turns must be a whole number of turns >= 1, got {value!r}")
+            return int(value)
+    return None
+
+
+def with_tools(prompt: list[dict[str, Any]], env) -> list[dict[str, Any]]:
+    """The prompt with the tools and the call format in its system message (added when it lacks them)."""
+    prompt = [dict(message) for message in prompt]
+    if any(TOOLS_HEADING in str(message.get("content", "")) for message in prompt if message.get("role") == "system"):
+        return prompt
+    if prompt and prompt[0].get("role") == "system":
+        prompt[0]["content"] = f"{prompt[0]['content']}\n\n{tools_prompt(env)}"
+        return prompt
+    return [{"role": "system", "content": f"{env.instructions}\n\n{tools_prompt(env)}"}, *prompt]
 
 
 def register(env_id: str = ENV_CLASS) -> None:

@@ -1,39 +1,49 @@
-"""TRL: an environment class for `GRPOTrainer(environment_factory=...)`, generated from any environment.
+"""TRL: environment classes for `GRPOTrainer(environment_factory=...)`, generated from environments.
 
-TRL (1.16) probes one instance of the factory's class: every public function of the class except `reset` and
+TRL (1.16) probes one instance of each factory class: every public function of the class except `reset` and
 `get_reward` is a tool, its JSON schema read by `transformers.utils.get_json_schema` from the type hints and the
-Google-style docstring; `reset(**row)` receives the dataset row before each rollout and `get_reward()` scores it.
-So each tool of the spec becomes a method with typed parameters and a docstring carrying the tool's and each
-argument's description; the method calls the environment and returns its JSON observation.
+Google-style docstring; `reset(**row)` receives the dataset row before each rollout. So each tool of the spec becomes
+a method with typed parameters and a docstring carrying the tool's and each argument's description; the method calls
+the environment and returns its JSON observation.
 
-    from integrations.trl import environment_class, environment_factories
-    Env = environment_class(env)                    # one environment (an Environment, or a spec and a mode)
-    factories = environment_factories(rows)         # {row["environment"]: class}, for a dataset of many
+A dataset of many environments: TRL's dict form maps each row's `environment` column to a class, and gives every
+distinct class that defines `get_reward` its own reward function, weight and logged metric (grpo_trainer.py): 180 rows
+would be 180 reward columns. So the classes `environment_factories(rows)` makes define no `get_reward`; one reward
+function, `env_score`, scores every rollout from its environment, and `grpo_arguments(rows)` hands TRL both. Tools
+are read per class, so one class serves every row with the same tool set (the rows' `environment` column,
+`tools-<digest>`); `reset(**row)` loads that row's environment. Environments rendered in different words have
+different tools, so in practice a class serves the modes and re-plays of one environment, and the trainer sees each
+row's own tools in its prompt.
+
+    from integrations.trl import environment_class, grpo_arguments
+    Env = environment_class(env)               # one environment (an Environment, or a spec and a mode), get_reward
+    GRPOTrainer(model=..., train_dataset=rows, args=..., **grpo_arguments(rows))   # many: one reward, env_score
 
 Each instance holds its own Environment; `reset` starts a fresh episode, so rollouts never share state.
 """
 
 from __future__ import annotations
 
-import hashlib
+import json
 import keyword
 import re
 from collections.abc import Iterable
 from typing import Any, Literal  # noqa: F401 - Literal is used by the generated source
 
 from envs.environment import Environment
-from integrations.rows import env_from_trainer_row
+from integrations.rows import env_from_trainer_row, tool_interface, tools_json
 from schemas.envspec import EnvSpec
 
-RESERVED = {"reset", "get_reward", "score", "done", "env", "tools"}  # the class's own attributes
+RESERVED = {"reset", "get_reward", "score", "done", "env", "tools", "env_score"}  # the class's own attributes
 _TYPES = {"integer": "int", "number": "float", "string": "str", "boolean": "bool", "object": "dict"}
 
 
 class VhdTrlEnvironment:
-    """The base of the generated classes: holds one episode of one environment."""
+    """The base of the generated classes: holds one episode of one environment (no `get_reward`: see the module)."""
 
     _spec_json: str = ""
     _mode: str = "hidden"
+    _interface: str = ""  # the tool set's key (integrations.rows.tool_interface)
     _tool_names: dict[str, str] = {}  # method name -> tool name
     _arg_names: dict[str, dict[str, str]] = {}  # method name -> {parameter name -> tool argument name}
 
@@ -41,18 +51,17 @@ class VhdTrlEnvironment:
         self.env = Environment(EnvSpec.model_validate_json(self._spec_json), self._mode)
 
     def reset(self, **row: Any) -> str | None:
-        """A fresh episode; a row that carries a spec (an exported row) must be this class's environment."""
+        """A fresh episode; of the row's environment when the row carries a spec (an exported row), which must have
+        this class's tools."""
         if "spec_json" in row or "extra_info" in row:
             env = env_from_trainer_row(row)
-            if (env.env_id, env.mode) != (self.env.env_id, self.env.mode):
-                raise ValueError(f"this class plays {self.env.env_id} ({self.env.mode}); the row is {env.env_id} "
-                                 f"({env.mode}): use environment_factories(rows) to map each row to its class")
+            if tool_interface(tools_json(env)) != self._interface:
+                raise ValueError(f"the row's environment {env.env_id} ({env.mode}) has other tools than this class "
+                                 f"({self.__class__.__name__}): use environment_factories(rows), keyed by the rows' "
+                                 "environment column, to map each row to its class")
+            self.env = env
         self.env.reset()
         return None
-
-    def get_reward(self) -> float:
-        """The episode's score: clip((u - u0) / (u* - u0), 0, 1)."""
-        return self.env.score()
 
     @property
     def done(self) -> bool:
@@ -62,6 +71,20 @@ class VhdTrlEnvironment:
         names = self._arg_names[method]
         args = {names[key]: value for key, value in arguments.items() if value is not None}
         return self.env.call(self._tool_names[method], args)
+
+
+class RewardedTrlEnvironment(VhdTrlEnvironment):
+    """A class for one environment on its own: TRL reads its reward from `get_reward`."""
+
+    def get_reward(self) -> float:
+        """The episode's score: clip((u - u0) / (u* - u0), 0, 1)."""
+        return self.env.score()
+
+
+def env_score(environments: list[VhdTrlEnvironment] | None = None, **kwargs: Any) -> list[float | None]:
+    """TRL's one reward function over rollouts of many environments: each rollout's environment score,
+    clip((u - u0) / (u* - u0), 0, 1) (None for a rollout without one of our environments, which TRL ignores)."""
+    return [e.env.score() if isinstance(e, VhdTrlEnvironment) else None for e in environments or []]
 
 
 def _identifier(name: str, taken: set[str]) -> str:
@@ -125,16 +148,19 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
 
 
-def environment_class(env: Environment | EnvSpec, mode: str | None = None) -> type[VhdTrlEnvironment]:
-    """A TRL environment class for one environment in one mode: its tools as typed, documented methods."""
+def environment_class(env: Environment | EnvSpec, mode: str | None = None,
+                      reward: bool = True) -> type[VhdTrlEnvironment]:
+    """A TRL environment class for one environment in one mode: its tools as typed, documented methods; with
+    `get_reward` unless `reward` is False (many classes share `env_score` instead: see the module)."""
     if isinstance(env, EnvSpec):
         env = Environment(env, mode or "hidden")
     elif mode is not None and mode != env.mode:
         env = Environment(env.spec, mode)
+    tools = tools_json(env)
     taken: set[str] = set()
-    namespace: dict[str, Any] = {"_spec_json": env.spec.model_dump_json(), "_mode": env.mode, "_tool_names": {},
-                                 "_arg_names": {}}
-    for tool in env.tools():
+    namespace: dict[str, Any] = {"_spec_json": env.spec.model_dump_json(), "_mode": env.mode,
+                                 "_interface": tool_interface(tools), "_tool_names": {}, "_arg_names": {}}
+    for tool in json.loads(tools):
         name = tool["function"]["name"]
         method = _identifier(name, taken)
         properties = (tool["function"].get("parameters") or {}).get("properties") or {}
@@ -146,20 +172,25 @@ def environment_class(env: Environment | EnvSpec, mode: str | None = None) -> ty
         namespace[method] = scope[method]
         namespace["_tool_names"][method] = name
         namespace["_arg_names"][method] = arg_names
-    digest = hashlib.sha256(f"{env.env_id}/{env.mode}".encode()).hexdigest()[:8]
+    digest = namespace["_interface"].removeprefix("tools-")[:8]
     class_name = "Vhd" + "".join(part.title() for part in env.spec.family.split("_")) + f"_{env.mode}_{digest}"
     namespace["__doc__"] = f"{env.spec.family} environment {env.env_id} in {env.mode} mode (vhdplay)."
-    return type(class_name, (VhdTrlEnvironment,), namespace)
+    return type(class_name, (RewardedTrlEnvironment if reward else VhdTrlEnvironment,), namespace)
 
 
 def environment_factories(rows: Iterable[dict[str, Any]]) -> dict[str, type[VhdTrlEnvironment]]:
-    """{row["environment"]: class} for `GRPOTrainer(environment_factory=...)` over a dataset of many environments
-    (rows of `vhd export --format trl` or `hf`)."""
+    """{row["environment"]: class} for TRL's dict `environment_factory` over a dataset of many environments (rows of
+    `vhd export --format trl` or `hf`): one class per tool set, none with `get_reward` (score with `env_score`)."""
     factories: dict[str, type[VhdTrlEnvironment]] = {}
     for row in rows:
         key = row.get("environment")
         if key is None:
             raise ValueError("a row has no 'environment' column; export with vhd export --format trl")
         if key not in factories:
-            factories[key] = environment_class(env_from_trainer_row(row))
+            factories[key] = environment_class(env_from_trainer_row(row), reward=False)
     return factories
+
+
+def grpo_arguments(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """`GRPOTrainer(..., **grpo_arguments(rows))`: the dict environment factory and the one reward function."""
+    return {"environment_factory": environment_factories(rows), "reward_funcs": [env_score]}

@@ -42,7 +42,7 @@ ENVIRONMENTS = _schema(
     ("u_idle", FLOAT64),
     ("online_u", FLOAT64, NULLABLE),
     ("online_score", FLOAT64, NULLABLE),
-    ("difficulty", STRING, NULLABLE),  # easy | medium | hard | frontier (envs.difficulty); null before it existed
+    ("tier", STRING, NULLABLE),  # easy | medium | hard | frontier (envs.difficulty); null before it existed
     ("informed_score", FLOAT64, NULLABLE),  # the informed agent's score: hidden mode's reachable ceiling
     ("heuristic_score", FLOAT64, NULLABLE),  # the best heuristic agent's score
     ("naive_score", FLOAT64, NULLABLE),  # the naive prober's score: verifies figures in listing order
@@ -146,6 +146,11 @@ TABLE_SCHEMAS: dict[str, pyarrow.Schema] = {
     "evaluations": EVALUATIONS,
 }
 TABLES: tuple[str, ...] = tuple(TABLE_SCHEMAS)
+# Columns renamed after files were written: table -> {old name: current name}. Writers write the current name; a
+# file holding the old one is read as the current one (the catalog's views, `vhd warehouse check`, compaction,
+# which rewrites it under the current name). environments.difficulty became tier: one word for the label
+# easy | medium | hard | frontier across the warehouse, the exports, the Task API, the tasksets and the CLI.
+RENAMED: dict[str, dict[str, str]] = {"environments": {"difficulty": "tier"}}
 # The order rows are written in. An env_id starts with its family, so files sorted by it hold each family's rows
 # in a few row groups: a query that filters on a family or looks up an id reads only those (Parquet statistics).
 SORT_KEYS: dict[str, tuple[str, ...]] = {"environments": ("env_id",), "evaluations": ("env_id", "evaluation_id")}

@@ -43,7 +43,7 @@ class EnvironmentsModel(pa.DataFrameModel):
     # the optimal online policy under a hindsight ceiling (sequential families; null elsewhere)
     online_u: Series[float] = pa.Field(nullable=True)
     online_score: Series[float] = pa.Field(nullable=True, ge=0, le=1)
-    difficulty: Series[str] = pa.Field(nullable=True, isin=["easy", "medium", "hard", "frontier"])
+    tier: Series[str] = pa.Field(nullable=True, isin=["easy", "medium", "hard", "frontier"])
     informed_score: Series[float] = pa.Field(nullable=True, ge=0, le=1)
     heuristic_score: Series[float] = pa.Field(nullable=True, ge=0, le=1)
     naive_score: Series[float] = pa.Field(nullable=True, ge=0, le=1)

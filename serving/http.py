@@ -1,6 +1,7 @@
 """`vhd serve-envs`: an HTTP API for remote rollouts, one isolated session per (environment, mode).
 
     POST   /sessions                 {"env_id": ..., "mode": "hidden"} -> 201 session id, instructions, tools
+                                     (an id outside the server's --where is 404, as an unknown one)
     GET    /sessions/{id}/tools      the tools in OpenAI function-calling format
     POST   /sessions/{id}/call       {"name": ..., "arguments": {...}} -> the observation, turns, done
     GET    /sessions/{id}/score      score, u, turns, done
@@ -179,14 +180,16 @@ def create_app(load_spec: Callable[[str], EnvSpec], ttl_s: float = DEFAULT_TTL_S
     return app
 
 
-def catalog_loader(warehouse) -> Callable[[str], EnvSpec]:
+def catalog_loader(warehouse, where: str = "true") -> Callable[[str], EnvSpec]:
+    """The catalog's specs, only those `where` selects: an id outside it is as unknown as an id of no environment."""
     from envs.catalog import load_spec
 
-    return lambda env_id: load_spec(env_id, warehouse)
+    return lambda env_id: load_spec(env_id, warehouse, where)
 
 
-def serve(warehouse, host: str = "127.0.0.1", port: int = 8000, ttl_s: float = DEFAULT_TTL_S) -> None:
+def serve(warehouse, host: str = "127.0.0.1", port: int = 8000, ttl_s: float = DEFAULT_TTL_S,
+          where: str = "true") -> None:
     import uvicorn
 
-    uvicorn.run(create_app(catalog_loader(warehouse), ttl_s), host=host, port=port, log_level="warning",
+    uvicorn.run(create_app(catalog_loader(warehouse, where), ttl_s), host=host, port=port, log_level="warning",
                 access_log=False)

@@ -20,9 +20,10 @@ from warehouse.location import resolve_warehouse
 
 @task(name="select-environments", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1,
       retry_condition_fn=retry_transient)
-def select_environments(warehouse: str | None, where: str, limit: int | None) -> list[str]:
-    """The spec JSON of every environment the predicate selects (read-only query path)."""
-    return [spec.model_dump_json() for spec in select_specs(where, limit, resolve_warehouse(warehouse))]
+def select_environments(warehouse: str | None, where: str, limit: int | None, seed: int = 0) -> list[str]:
+    """The spec JSON of every environment the predicate selects, or of a seeded sample of `limit` of them
+    (stratified by family, the same for one seed; read-only query path)."""
+    return [spec.model_dump_json() for spec in select_specs(where, limit, resolve_warehouse(warehouse), seed)]
 
 
 @task(name="play-episode", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1,

@@ -44,9 +44,9 @@ def sum_cost(costs: list[float | None]) -> float | None:
 def difficulty_columns(difficulty: Difficulty | None) -> dict[str, object]:
     """The difficulty measures as columns (null for an environment without them)."""
     if difficulty is None:
-        return {"difficulty": None, "informed_score": None, "heuristic_score": None, "naive_score": None,
+        return {"tier": None, "informed_score": None, "heuristic_score": None, "naive_score": None,
                 "skill_gap": None, "facts_fit": None}
-    return {"difficulty": difficulty.tier, "informed_score": difficulty.informed_score,
+    return {"tier": difficulty.tier, "informed_score": difficulty.informed_score,
             "heuristic_score": difficulty.heuristic_score, "naive_score": difficulty.naive_score,
             "skill_gap": difficulty.skill_gap, "facts_fit": difficulty.facts_fit}
 

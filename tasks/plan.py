@@ -87,7 +87,7 @@ def plan_shards(date: str | None, count: int | None = None, families: str | None
 def check_difficulty(difficulty: str | None) -> str | None:
     """A tier name or None; else PlanError naming the tiers."""
     if difficulty is not None and difficulty not in TIERS:
-        raise PlanError(f"unknown difficulty {difficulty!r}; choose one of {', '.join(TIERS)}")
+        raise PlanError(f"unknown tier {difficulty!r}; choose one of {', '.join(TIERS)}")
     return difficulty
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import duckdb
 import pyarrow
 
-from schemas.columns import TABLES, arrow_schema
+from schemas.columns import RENAMED, TABLES, arrow_schema
 from warehouse.index import StateIndex, current_state, state_index, visible_files_cached
 from warehouse.location import Warehouse
 
@@ -78,16 +78,26 @@ def _quoted(name: str) -> str:
     return f'"{name}"'
 
 
-def _column_source(table: str, name: str, paths: list[str], lacking: dict[str, list[str]]) -> str:
-    """How a view reads one column from files: as it is, derived from older columns, or null.
+def _column_source(table: str, name: str, paths: list[str], lacking: dict[str, list[str]],
+                   renamed: dict[str, list[str]] | None = None) -> str:
+    """How a view reads one column from files: as it is, under its old name, derived from older columns, or null.
 
-    ``lacking`` names the columns each file was written without; a file absent from it has them all.
+    ``lacking`` names the columns each file was written without; a file absent from it has them all. ``renamed``
+    names the old names (``schemas.columns.RENAMED``) each file holds: such a file lacks the current name, and
+    its old column is read instead (files lacking columns are read together by name, so a file without the old
+    column gives nulls there).
     """
     lacked_by = [path for path in paths if name in lacking.get(path, ())]
     if not lacked_by:
         return _quoted(name)
-    derived = _DERIVED.get(table, {}).get(name, "NULL")
-    return derived if len(lacked_by) == len(paths) else f"coalesce({_quoted(name)}, {derived})"
+    held = {old for path in lacked_by for old in (renamed or {}).get(path, ())}
+    sources = [] if len(lacked_by) == len(paths) else [_quoted(name)]
+    sources += [_quoted(old) for old, new in RENAMED.get(table, {}).items() if new == name and old in held]
+    if name in _DERIVED.get(table, {}):
+        sources.append(_DERIVED[table][name])
+    if not sources:
+        return "NULL"
+    return sources[0] if len(sources) == 1 else f"coalesce({', '.join(sources)})"
 
 
 def _typed_nulls(table: str) -> str:
@@ -95,13 +105,15 @@ def _typed_nulls(table: str) -> str:
 
 
 def _view_sql(wh: Warehouse, table: str, files: list[str], damaged: dict[str, str] | None = None,
-              shadowed: dict[str, list[int]] | None = None, lacking: dict[str, list[str]] | None = None) -> str:
+              shadowed: dict[str, list[int]] | None = None, lacking: dict[str, list[str]] | None = None,
+              renamed: dict[str, list[str]] | None = None) -> str:
     """The SELECT behind one table's view: its visible files, an empty typed relation, or a refusal if damaged.
 
-    Files with every column of the table are read as they are; files written before columns were added
-    (``lacking``) are read apart, reconciled by name, with nulls for the columns none of them has. Rows shadowed
-    by an earlier landing of the same key (warehouse.index) are left out by an anti-join on (file, row number)
-    with the ``_vhd_shadowed_<table>`` table; files without such rows are a plain scan.
+    Files with every column of the table are read as they are; files written before columns were added or
+    renamed (``lacking``; ``renamed``: the old names each holds) are read apart, reconciled by name, with nulls
+    for the columns none of them has. Rows shadowed by an earlier landing of the same key (warehouse.index) are
+    left out by an anti-join on (file, row number) with the ``_vhd_shadowed_<table>`` table; files without such
+    rows are a plain scan.
     """
     if damaged:
         refusal = _literal(_refusal(wh, table, damaged))
@@ -114,14 +126,14 @@ def _view_sql(wh: Warehouse, table: str, files: list[str], damaged: dict[str, st
         for lacks in (False, True):
             paths = [path for path in files if (path in shadowed) == rows and (path in lacking) == lacks]
             if paths:
-                parts.append(_files_sql(wh, table, paths, rows, lacks, lacking))
+                parts.append(_files_sql(wh, table, paths, rows, lacks, lacking, renamed or {}))
     return " UNION ALL ".join(parts)
 
 
 def _files_sql(wh: Warehouse, table: str, paths: list[str], rows: bool, lacks: bool,
-               lacking: dict[str, list[str]]) -> str:
+               lacking: dict[str, list[str]], renamed: dict[str, list[str]]) -> str:
     """One group of a view's files: the same read options, and an anti-join on shadowed rows when `rows`."""
-    select = ", ".join(f"CAST({_column_source(table, name, paths, lacking)} AS {kind}) AS {_quoted(name)}"
+    select = ", ".join(f"CAST({_column_source(table, name, paths, lacking, renamed)} AS {kind}) AS {_quoted(name)}"
                        for name, kind in _columns(table))
     source = _read_parquet(wh, paths, row_ids=rows, mixed=lacks)
     if not rows:
@@ -179,7 +191,8 @@ def _open(wh: Warehouse) -> duckdb.DuckDBPyConnection:
 
 def _create_view(con: duckdb.DuckDBPyConnection, wh: Warehouse, table: str, files: list[str],
                  index: StateIndex) -> None:
-    view = _view_sql(wh, table, files, index.damaged.get(table), index.shadowed.get(table), index.lacking.get(table))
+    view = _view_sql(wh, table, files, index.damaged.get(table), index.shadowed.get(table), index.lacking.get(table),
+                     index.renamed.get(table))
     con.execute(f'CREATE VIEW "{table}" AS {view}')
 
 

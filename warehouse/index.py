@@ -6,7 +6,8 @@ index records
 
 - the damaged files (``warehouse.maintenance.damaged_files``: unreadable, missing, foreign columns), and
 - the files written before columns were added to their table, with the columns each lacks (``lacking``), so the
-  views read the other files without reconciling schemas, and
+  views read the other files without reconciling schemas, and the old names of renamed columns such a file holds
+  (``renamed``: environments.difficulty, read as tier), and
 - the *shadowed rows* of tables whose key must be unique (``environments.env_id``): two overlapping runs can land
   one environment twice, and the catalog keeps its first landing (earliest ``created_at``, then run id, date,
   file and row), so every later copy is shadowed, named by (file, row number).
@@ -33,7 +34,7 @@ from schemas.columns import TABLES
 from warehouse.location import Warehouse
 
 INDEX_DIR = "_index"
-INDEX_VERSION = 2
+INDEX_VERSION = 3  # 3: `renamed` (environments.difficulty read as tier)
 KEPT_INDEXES = 16  # older states' indexes are pruned when a new one is written
 # table -> (its unique key, the order that picks the landing kept when the key repeats)
 UNIQUE_KEYS = {"environments": ("env_id", 'created_at, run_id, "date", filename, file_row_number')}
@@ -47,10 +48,12 @@ class StateIndex:
     damaged: dict[str, dict[str, str]] = field(default_factory=dict)  # table -> {relative path: reason}
     shadowed: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # table -> {relative path: [rows]}
     lacking: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # table -> {relative path: [columns]}
+    renamed: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # table -> {relative path: [old names]}
 
     def to_json(self) -> bytes:
         return json.dumps({"version": INDEX_VERSION, "key": self.key, "damaged": self.damaged,
-                           "shadowed": self.shadowed, "lacking": self.lacking}, sort_keys=True).encode()
+                           "shadowed": self.shadowed, "lacking": self.lacking, "renamed": self.renamed},
+                          sort_keys=True).encode()
 
     @classmethod
     def from_json(cls, data: bytes, key: str) -> StateIndex | None:
@@ -62,11 +65,15 @@ class StateIndex:
             damaged = {str(t): {str(p): str(r) for p, r in files.items()} for t, files in raw["damaged"].items()}
             shadowed = {str(t): {str(p): [int(r) for r in rows] for p, rows in files.items()}
                         for t, files in raw["shadowed"].items()}
-            lacking = {str(t): {str(p): [str(c) for c in columns] for p, columns in files.items()}
-                       for t, files in raw["lacking"].items()}
+            lacking, renamed = (_columns_by_file(raw["lacking"]), _columns_by_file(raw["renamed"]))
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
-        return cls(key=key, damaged=damaged, shadowed=shadowed, lacking=lacking)
+        return cls(key=key, damaged=damaged, shadowed=shadowed, lacking=lacking, renamed=renamed)
+
+
+def _columns_by_file(raw: dict) -> dict[str, dict[str, list[str]]]:
+    """table -> {relative path: [column names]} as stored in an index."""
+    return {str(t): {str(p): [str(c) for c in columns] for p, columns in files.items()} for t, files in raw.items()}
 
 
 def files_on_disk(wh: Warehouse) -> dict[str, dict[str, str]]:
@@ -194,10 +201,11 @@ def state_index(wh: Warehouse, files: dict[str, list[str]], con: duckdb.DuckDBPy
     index = _read(wh, key)
     if index is not None:
         return index
-    damaged, lacking = inspect_files(wh, files, con, present={t: set(paths) for t, paths in on_disk.items()})
+    damaged, lacking, renamed = inspect_files(wh, files, con,
+                                              present={t: set(paths) for t, paths in on_disk.items()})
     shadowed = {table: rows for table in UNIQUE_KEYS if table not in damaged
                 if (rows := shadowed_rows(con, wh, table, files.get(table, [])))}
-    index = StateIndex(key=key, damaged=damaged, shadowed=shadowed, lacking=lacking)
+    index = StateIndex(key=key, damaged=damaged, shadowed=shadowed, lacking=lacking, renamed=renamed)
     if any(files.values()):  # an empty warehouse has nothing to remember (and a query must not create it)
         _store(wh, "state", key, index.to_json())
     return index

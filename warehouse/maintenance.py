@@ -25,7 +25,9 @@ so the files of a run still in progress are never touched), and files a compacti
 present. Only one compaction runs at a time: it holds ``_compaction.lock`` (see ``compaction_lock``).
 
 **Schema evolution.** A file may lack columns that were added to its table later (they read as nulls); it must
-hold its table's key column, and every column it holds must be one of the table's, with the table's type.
+hold its table's key column, and every column it holds must be one of the table's, with the table's type. A column
+renamed since the file was written (``schemas.columns.RENAMED``, e.g. environments.difficulty -> tier) is read
+under its current name.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ import duckdb
 import pyarrow
 import pyarrow.parquet as pq
 
-from schemas.columns import TABLES, arrow_schema
+from schemas.columns import RENAMED, TABLES, arrow_schema
 from warehouse.commits import COMMITS_DIR, committed_shards, parquet_bytes, write_atomically
 from warehouse.location import Warehouse, WarehouseError
 
@@ -130,11 +132,13 @@ def _schema_problem(table: str, columns: dict[str, str]) -> str | None:
     key = next(iter(expected))
     if key not in columns:
         return f"lacks the key column {key} of table {table}"
+    renamed = RENAMED.get(table, {})
     for name, kind in columns.items():
-        if name not in expected:
+        current = renamed.get(name, name)
+        if current not in expected:
             return f"has column {name}, which table {table} does not have"
-        if kind != expected[name]:
-            return f"column {name} is {kind}, table {table} has {expected[name]}"
+        if kind != expected[current]:
+            return f"column {name} is {kind}, table {table} has {expected[current]}"
     return None
 
 
@@ -155,17 +159,19 @@ def _schemas(con: duckdb.DuckDBPyConnection, urls: list[str]) -> dict[str, dict[
 def inspect_files(
     wh: Warehouse, files: dict[str, list[str]], con: duckdb.DuckDBPyConnection | None = None,
     present: dict[str, set[str]] | None = None,
-) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, list[str]]]]:
+) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, list[str]]], dict[str, dict[str, list[str]]]]:
     """The damaged files among ``files`` (table -> relative paths) and the sound ones that lack columns.
 
-    Returns (table -> {relative path: reason}, table -> {relative path: the table's columns it lacks}); a file
-    lacks columns when it was written before they were added. ``present`` (table -> relative paths that exist)
+    Returns (table -> {relative path: reason}, table -> {relative path: the table's columns it lacks}, table ->
+    {relative path: the old names of renamed columns it holds}); a file lacks columns when it was written before
+    they were added or renamed (``schemas.columns.RENAMED``). ``present`` (table -> relative paths that exist)
     saves listing the table folders again.
     """
     own = con is None
     con = con or _connection(wh)
     damaged: dict[str, dict[str, str]] = {}
     lacking: dict[str, dict[str, list[str]]] = {}
+    old_names: dict[str, dict[str, list[str]]] = {}
     try:
         for table, paths in files.items():
             if not paths:
@@ -193,10 +199,12 @@ def inspect_files(
                     damaged.setdefault(table, {})[urls[url]] = f"schema mismatch: {problem}"
                 elif missing := [name for name in _expected(table) if name not in columns]:
                     lacking.setdefault(table, {})[urls[url]] = missing
+                    if held := sorted(old for old in RENAMED.get(table, {}) if old in columns):
+                        old_names.setdefault(table, {})[urls[url]] = held
     finally:
         if own:
             con.close()
-    return damaged, lacking
+    return damaged, lacking, old_names
 
 
 def damaged_files(
@@ -415,9 +423,13 @@ def _derivable(table: str, data: pyarrow.Table) -> dict[str, pyarrow.Array]:
 
 
 def _read_as_table(wh: Warehouse, table: str, path: str) -> pyarrow.Table:
-    """One file's rows in the table's current schema (columns added since it was written are derived, or null)."""
+    """One file's rows in the table's current schema (columns added since it was written are derived, or null;
+    columns renamed since are read under their current names)."""
     schema = arrow_schema(table)
     data = pq.read_table(wh.path(path), filesystem=wh.fs)
+    renamed = RENAMED.get(table, {})
+    data = data.rename_columns([renamed[name] if name in renamed and renamed[name] not in data.column_names
+                                else name for name in data.column_names])
     derived = _derivable(table, data) if any(f.name not in data.column_names for f in schema) else {}
     columns = [data.column(f.name).cast(f.type) if f.name in data.column_names
                else derived.get(f.name, pyarrow.nulls(data.num_rows, f.type)) for f in schema]

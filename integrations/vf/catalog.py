@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import verifiers.v1 as vf
-from pydantic import field_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from integrations.vf.common import VhdTask, VhdTaskConfig, task_of
 from schemas.tiers import TIERS
@@ -18,10 +18,14 @@ class VhdCatalogConfig(vf.TasksetConfig):
     """SQL condition over the environments table, e.g. "family = 'knapsack' AND size >= 8"."""
     mode: str = "hidden"
     """written, revealed, hidden, comma-separated, or all."""
-    difficulty: str | None = None
-    """Only this tier (easy, medium, hard, frontier): the environments table's difficulty column."""
+    tier: str | None = Field(default=None, validation_alias=AliasChoices("tier", "difficulty"))
+    """Only this tier (easy, medium, hard, frontier): the environments table's tier column. `difficulty`, the
+    option's old name, is still accepted."""
     limit: int | None = None
-    """At most this many environments (in env_id order)."""
+    """A seeded random sample of this many environments, stratified by family (every family once the limit reaches
+    their number); default: every selected environment."""
+    seed: int = 0
+    """The seed of the `limit` sample: the same seed, the same sample (recorded in each task's data.sample_seed)."""
     task: VhdTaskConfig = VhdTaskConfig()
 
     # checked when the config is parsed, so verifiers' CLI reports a bad value in one line before any rollout
@@ -38,11 +42,11 @@ class VhdCatalogConfig(vf.TasksetConfig):
         parse_modes(value)
         return value
 
-    @field_validator("difficulty")
+    @field_validator("tier")
     @classmethod
-    def _difficulty(cls, value: str | None) -> str | None:
+    def _tier(cls, value: str | None) -> str | None:
         if value is not None and value not in TIERS:
-            raise ValueError(f"unknown difficulty {value!r}; choose one of {', '.join(TIERS)}")
+            raise ValueError(f"unknown tier {value!r}; choose one of {', '.join(TIERS)}")
         return value
 
     @field_validator("limit")
@@ -51,6 +55,38 @@ class VhdCatalogConfig(vf.TasksetConfig):
         if value is not None and value < 1:
             raise ValueError(f"limit must be at least 1, got {value}")
         return value
+
+    @model_validator(mode="after")
+    def _served(self) -> VhdCatalogConfig:
+        """The selection runs on the catalog and selects something (else one line, before any rollout: verifiers'
+        CLI reports a config's ValueError in a box, an error of `load()` with a traceback), and it is the only
+        world a task may open (VhdTaskConfig.served_where). The bare default verifiers' CLI builds first (its id
+        alone, for its help) is not run."""
+        selection = self.selection()
+        if self.model_fields_set - {"id"}:
+            from envs.catalog import BadPredicate, selected_count
+            from warehouse.location import WarehouseError
+            from warehouse.preflight import check_readable
+
+            try:
+                wh = check_readable(self.warehouse)
+            except WarehouseError as error:
+                raise ValueError(f"{str(error).split(';')[0]}; set warehouse (--env.taskset.warehouse) or "
+                                 "$VHD_WAREHOUSE to a catalog that vhd generate made") from None
+            try:
+                count = selected_count(selection, wh)
+            except BadPredicate:
+                raise
+            except ValueError as error:  # QueryError: a column the catalog lacks, a type that does not compare
+                raise ValueError(f"where {selection!r} does not run on the catalog: {error}") from None
+            if count == 0:
+                raise ValueError(f"no environment matches {selection!r} in the catalog; widen where (or tier)")
+        self.task = self.task.model_copy(update={"served_where": selection, "served_warehouse": self.warehouse})
+        return self
+
+    def selection(self) -> str:
+        """The SQL predicate over `environments` of `where` and `tier`."""
+        return self.where if self.tier is None else f"({self.where}) AND tier = '{self.tier}'"
 
 
 def parse_modes(text: str) -> list[str]:
@@ -69,17 +105,16 @@ class VhdCatalogTaskset(vf.Taskset[VhdTask, VhdCatalogConfig]):
 
         config = self.config
         modes = parse_modes(config.mode)
-        where = config.where
-        if config.difficulty is not None:
-            if config.difficulty not in TIERS:
-                raise ValueError(f"unknown difficulty {config.difficulty!r}; choose one of {', '.join(TIERS)}")
-            where = f"({where}) AND difficulty = '{config.difficulty}'"
-        specs = select_specs(where, config.limit, config.warehouse)
+        if config.tier is not None and config.tier not in TIERS:
+            raise ValueError(f"unknown tier {config.tier!r}; choose one of {', '.join(TIERS)}")
+        where = config.selection()
+        specs = select_specs(where, config.limit, config.warehouse, config.seed)
         if not specs:
             raise ValueError(f"no environment matches {where!r} in the catalog")
         for spec in specs:
             for mode in modes:
-                yield task_of(spec, mode, config.task)
+                yield task_of(spec, mode, config.task,
+                              sample_seed=config.seed if config.limit is not None else None)
 
 
 __all__ = ["VhdCatalogTaskset"]

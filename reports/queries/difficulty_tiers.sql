@@ -3,7 +3,7 @@
 -- reachable ceiling), the naive prober's (verifies figures in listing order), the skill gap between them, the best
 -- heuristic agent's mean score and the mean share of the probe calls that fit in the budget.
 WITH measured AS (
-    SELECT family, coalesce(difficulty, 'unmeasured') AS tier, informed_score, naive_score, skill_gap,
+    SELECT family, coalesce(tier, 'unmeasured') AS tier, informed_score, naive_score, skill_gap,
            heuristic_score, facts_fit
     FROM environments)
 SELECT family, tier, count(*) AS environments,

@@ -33,7 +33,7 @@ def _options(command: str) -> dict[str, object]:
 def test_choices_and_defaults_come_from_their_owners():
     generate = _options("generate")
     assert tuple(generate["--plan"].choices) == tuple(schemas.shard.PLANS)
-    assert generate["--difficulty"].choices == TIERS
+    assert generate["--tier"].choices == TIERS
     assert generate["--setter"].choices == setter.SETTERS and generate["--setter"].default == setter.DEFAULT_SETTER
     assert generate["--runner"].choices == schemas.shard.RUNNERS
     assert generate["--split"].default == schemas.shard.DEFAULT_SPLIT
@@ -56,6 +56,27 @@ def test_choices_and_defaults_come_from_their_owners():
         assert _options(command)["--format"].choices == FORMATS
     for command in ("families", "solve", "show", "play", "doctor"):
         assert _options(command)["--format"].choices == DOCUMENT_FORMATS
+
+
+def test_generate_takes_tier_and_still_the_old_difficulty_flag(capsys):
+    """--tier is the flag (the environments' tier column); --difficulty, its old name, still works for old nightly
+    scripts, with a note, hidden from the help; both at once are refused."""
+    def parse(*argv):
+        return build_parser("generate").parse_args(["generate", *argv])
+
+    assert parse("--tier", "hard").tier == "hard" and parse().tier is None
+    assert capsys.readouterr().err == ""
+    assert parse("--difficulty", "frontier").tier == "frontier"
+    assert capsys.readouterr().err.strip() == ("note: --difficulty is now --tier (same values); --difficulty still "
+                                               "works but is deprecated")
+    sub = next(a for a in build_parser("generate")._actions if a.dest == "command")
+    helped = sub.choices["generate"].format_help()
+    assert "--tier" in helped and "--difficulty" not in helped
+    for argv in (("--difficulty", "legendary"), ("--tier", "easy", "--difficulty", "hard")):
+        with pytest.raises(SystemExit):
+            parse(*argv)
+        assert ("invalid choice: 'legendary'" if "legendary" in argv else "not allowed with argument --tier") \
+            in capsys.readouterr().err
 
 
 def test_the_stages_plan_and_run_with_the_constants_the_parser_offers():

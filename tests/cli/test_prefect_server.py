@@ -249,3 +249,82 @@ def test_server_start_status_doctor_and_stop(home, tmp_path):
     assert server_processes(home) == [] and not health(server["url"])
     after = vhd(home, "server", "status", timeout=60)
     assert after.returncode == 0 and "no local Prefect server is recorded" in after.stdout
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _one_line(result: subprocess.CompletedProcess, code: int) -> str:
+    assert result.returncode == code and "Traceback" not in result.stderr, result.stderr[-3000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@pytest.mark.integration
+def test_generate_starts_the_server_on_the_chosen_port_and_a_different_one_is_refused(home, tmp_path):
+    port = _free_port()
+    result = vhd(home, "generate", "--count", "3", "--families", "knapsack", "--warehouse", str(tmp_path / "wh"),
+                 "--no-progress", "--prefect-port", str(port))
+    assert_clean(result)
+    assert "3 admitted" in result.stdout
+    assert "started the local Prefect server in" in result.stderr and f"http://127.0.0.1:{port}/api" in result.stderr
+    server = record(home)
+    assert server["port"] == port and server["url"] == f"http://127.0.0.1:{port}/api"
+    assert health(f"http://127.0.0.1:{port}/api") and server_processes(home) == [server["pid"]]
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/flow_runs/filter", data=b"{}", method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:  # the run went to the server on that port
+        assert [run["state_type"] for run in json.loads(response.read())] == ["COMPLETED"]
+
+    again = vhd(home, "server", "start", timeout=60, VHD_PREFECT_PORT=str(port))  # the same port: reused
+    assert again.returncode == 0 and record(home) == server and "started" not in again.stderr
+    other = _free_port()
+    refused = _one_line(vhd(home, "server", "start", "--prefect-port", str(other), timeout=60), 1)
+    assert refused == (f"error: --prefect-port asks for port {other}, but the local Prefect server already runs on "
+                       f"port {port} (http://127.0.0.1:{port}/api, pid {server['pid']}); run `vhd server stop` to "
+                       f"start it on {other}, or leave --prefect-port unset to use it")
+    refused = _one_line(generate(home, tmp_path / "wh2", VHD_PREFECT_PORT=str(other)), 1)
+    assert f"error: VHD_PREFECT_PORT asks for port {other}" in refused
+    assert record(home) == server and server_processes(home) == [server["pid"]]
+    assert not (tmp_path / "wh2").exists()
+
+
+def test_a_port_another_program_holds_is_refused_and_nothing_starts(home, tmp_path):
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        line = _one_line(vhd(home, "server", "start", "--prefect-port", str(port), timeout=60), 1)
+        assert line.startswith(f"error: port {port} on 127.0.0.1 (--prefect-port) is in use by another program"), line
+        line = _one_line(generate(home, tmp_path / "wh", VHD_PREFECT_PORT=str(port)), 1)
+        assert line.startswith(f"error: port {port} on 127.0.0.1 (VHD_PREFECT_PORT) is in use"), line
+    assert server_processes(home) == [] and not (home / "prefect-server" / "server.json").exists()
+    assert not (tmp_path / "wh").exists()
+
+
+def test_a_bad_port_is_one_line_before_anything_starts(home, tmp_path):
+    for args, extra, needle in (
+        (["--prefect-port", "70000"], {}, "--prefect-port must be a port number from 1 to 65535, got '70000'"),
+        (["--prefect-port", "http"], {}, "--prefect-port must be a port number from 1 to 65535, got 'http'"),
+        ([], {"VHD_PREFECT_PORT": "0"}, "VHD_PREFECT_PORT must be a port number from 1 to 65535, got '0'"),
+    ):
+        result = vhd(home, "generate", "--count", "3", "--warehouse", str(tmp_path / "wh"), *args, timeout=120,
+                     **extra)
+        assert _one_line(result, 2).startswith(f"error: {needle}")
+    assert _one_line(vhd(home, "server", "start", "--prefect-port", "-1", timeout=60), 2).startswith(
+        "error: --prefect-port must be a port number from 1 to 65535, got '-1'")
+    assert _one_line(vhd(home, "server", "status", "--prefect-port", "4300", timeout=60), 2) == (
+        "error: --prefect-port applies to `vhd server start` (and `vhd generate`); `vhd server status` takes no port")
+    # with PREFECT_API_URL set no local server starts: a port for it would be ignored, so it is refused
+    line = _one_line(vhd(home, "generate", "--count", "3", "--warehouse", str(tmp_path / "wh"), "--prefect-port",
+                         "4300", timeout=120, PREFECT_API_URL="http://127.0.0.1:9/api"), 1)
+    assert line.startswith("error: --prefect-port chooses the local Prefect server's port, but PREFECT_API_URL is set")
+    assert server_processes(home) == [] and not (tmp_path / "wh").exists()

@@ -49,3 +49,40 @@ def test_a_predicate_reads_only_through_the_read_only_path(warehouse):
 
     with pytest.raises(QueryError, match="outside the warehouse"):
         select_specs("env_id IN (SELECT * FROM read_csv('/etc/passwd'))", None, warehouse)
+
+
+def test_sample_ids_is_stratified_seeded_and_stable():
+    from envs.catalog import sample_ids
+
+    members = [(f"knapsack-{i}", "knapsack") for i in range(8)] + [("lp-0", "lp"), ("lp-1", "lp")]
+    members += [(f"routing-{i}", "routing") for i in range(3)]
+    draws = {seed: sample_ids(members, 3, seed) for seed in range(8)}
+    family = dict(members)
+    for seed, drawn in draws.items():
+        assert sorted(family[i] for i in drawn) == ["knapsack", "lp", "routing"]  # one per family, never 3 knapsacks
+        assert sample_ids(list(reversed(members)), 3, seed) == drawn  # the order the rows came in does not matter
+    assert len({tuple(drawn) for drawn in draws.values()}) > 1  # another seed, another sample
+    # a limit past a small family: the others go on taking turns; past everything: every id once
+    five = sample_ids(members, 7, 3)
+    assert [family[i] for i in five].count("lp") == 2 and len(set(five)) == 7
+    assert sorted(sample_ids(members, 100, 3)) == sorted(i for i, _ in members)
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        sample_ids(members, 3, "7")
+
+
+def test_a_limit_draws_a_seeded_sample_of_every_family(warehouse):
+    every = select_specs("true", None, warehouse)
+    families = {s.family for s in every}
+    pair = "family IN ('knapsack', 'lp')"
+    assert {s.family for s in select_specs(pair, None, warehouse)[:2]} == {"knapsack"}  # the first two by env_id
+    for seed in range(4):
+        two = select_specs(pair, 2, warehouse, seed)
+        assert {s.family for s in two} == {"knapsack", "lp"}  # a sample of both families, not the first two
+        assert [s.env_id for s in select_specs(pair, 2, warehouse, seed)] == [s.env_id for s in two]
+    samples = {tuple(s.env_id for s in select_specs("true", len(families), warehouse, seed)) for seed in range(4)}
+    assert len(samples) > 1  # seeds differ
+    for sample in samples:
+        assert {next(s.family for s in every if s.env_id == env_id) for env_id in sample} == families
+    assert len(select_specs("true", 3, warehouse)) == 3
+    with pytest.raises(ValueError, match="--seed must be an integer"):
+        select_specs("true", 3, warehouse, 1.5)

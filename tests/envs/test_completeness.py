@@ -11,6 +11,7 @@ from envs.admission import admit
 from envs.completeness import Incomplete, check_facts, observed_numbers
 from mechanisms.facts import BUDGET_END, OBJECTIVE, drawn, probed, rule
 from setter.corpus import passage_vocabulary
+from setter.phrasebook import vocabulary
 from tests.support import make_spec
 
 FAMILY = "knapsack"  # the worked example; every declaring family is checked in test_every_family_is_complete
@@ -23,7 +24,8 @@ def spec():
 
 def _facts(spec):
     m = mechanisms.get(spec.family)
-    return m.facts(m.params_from_data(spec.params), passage_vocabulary(spec.rendering.passage_id))
+    words = vocabulary(passage_vocabulary(spec.rendering.passage_id, spec.family))
+    return m.facts(m.params_from_data(spec.params), words)
 
 
 def _replace(facts, key, **changes):

@@ -173,21 +173,21 @@ def test_a_budget_the_informed_agent_cannot_use_is_refused_at_admission():
     assert not verdict.admitted and verdict.check == "ceiling" and "through the tools" in verdict.reason
 
 
-def test_generate_with_a_difficulty_lands_only_that_tier(prefect_server, tmp_path):
+def test_generate_with_a_tier_lands_only_that_tier(prefect_server, tmp_path):
     warehouse = str(tmp_path / "wh")
-    vhd("generate", "--count", "6", "--families", "knapsack", "--difficulty", "frontier", "--date", "2026-05-02",
+    vhd("generate", "--count", "6", "--families", "knapsack", "--tier", "frontier", "--date", "2026-05-02",
         "--warehouse", warehouse, "--no-progress", check=True)
-    out = vhd("query", "SELECT difficulty, informed_score, heuristic_score, naive_score, skill_gap, facts_fit, size, "
+    out = vhd("query", "SELECT tier, informed_score, heuristic_score, naive_score, skill_gap, facts_fit, size, "
               "spec_json "
               "FROM environments", "--format", "json", "--warehouse", warehouse, check=True)
     rows = json.loads(out.stdout)
     assert len(rows) == 6
     cells = {size for size, _ in mechanisms.get("knapsack").tiers()["frontier"].grid}
     for row in rows:
-        assert row["difficulty"] == "frontier" and row["size"] in cells
+        assert row["tier"] == "frontier" and row["size"] in cells
         assert row["facts_fit"] < 1 and row["heuristic_score"] <= 0.5 and row["informed_score"] >= 0.25
         assert row["skill_gap"] >= MIN_SKILL_GAP
         assert row["skill_gap"] == pytest.approx(row["informed_score"] - row["naive_score"], abs=1e-5)
         assert json.loads(row["spec_json"])["difficulty"]["requested"] == "frontier"
-    bad = vhd("generate", "--count", "6", "--difficulty", "impossible", "--warehouse", warehouse)
+    bad = vhd("generate", "--count", "6", "--tier", "impossible", "--warehouse", warehouse)
     assert bad.returncode == 2 and "invalid choice: 'impossible'" in bad.stderr

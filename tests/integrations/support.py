@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,8 +26,9 @@ def sidecar_python(name: str) -> Path:
 def run_in_sidecar(name: str, script: str, payload: dict, timeout: float = 300, env: dict | None = None) -> dict:
     """Run `script` (Python source) with the sidecar's interpreter, the payload as JSON on stdin; its last stdout line
     is its JSON answer."""
-    completed = subprocess.run([str(sidecar_python(name)), "-c", script], input=json.dumps(payload), text=True,
-                               capture_output=True, timeout=timeout, cwd=ROOT,
-                               env={**os.environ, **(env or {})})
+    with tempfile.TemporaryDirectory() as elsewhere:  # not the checkout: vhdplay is imported as installed there
+        completed = subprocess.run([str(sidecar_python(name)), "-c", script], input=json.dumps(payload), text=True,
+                                   capture_output=True, timeout=timeout, cwd=elsewhere,
+                                   env={**os.environ, **(env or {})})
     assert completed.returncode == 0, f"{name} client failed:\n{completed.stderr[-4000:]}"
     return json.loads(completed.stdout.strip().splitlines()[-1])

@@ -16,7 +16,7 @@ import uvicorn
 from envs.agents import oracle, play
 from envs.catalog import load_spec
 from envs.environment import Environment
-from integrations.openenv_server import TaskRows, create_app
+from integrations.openenv_server import STATE_SCHEMA, TaskRows, create_app
 from schemas.envspec import MODES
 from tests.evaluation.support import generated_warehouse
 from tests.integrations.support import ROOT, run_in_sidecar
@@ -206,6 +206,7 @@ def test_task_api_maps_splits_to_catalog_rows(served, warehouse):
     assert task["reset"] == {"split": "train", "index": 4}
     spec = next(s for s in specs if s.env_id == task["env_id"])
     assert (task["family"], task["u0"], task["u_star"]) == (spec.family, spec.reference.u0, spec.reference.u_star)
+    assert task["tier"] == spec.difficulty.tier  # the warehouse's tier column, under the same name
     page = httpx.post(f"{url}/vhdplay/task_range", json={"split": "train", "start": 3, "stop": 6}).json()["tasks"]
     assert [t["index"] for t in page] == [3, 4, 5]
     bad = httpx.post(f"{url}/vhdplay/task", json={"split": "train", "index": count})
@@ -220,9 +221,10 @@ def test_openenv_manifest_parses_with_openenvs_own_parser():
     answer = run_in_sidecar("openenv", """
 import json
 from openenv.validation.parsers.openenv_yaml import OpenEnvYamlParser
-m = OpenEnvYamlParser().parse("integrations")
+import sys
+m = OpenEnvYamlParser().parse(json.load(sys.stdin)["folder"])
 print(json.dumps({"name": m.name, "range": list(m.reward.range)}))
-""", {})
+""", {"folder": str(ROOT / "integrations")})
     assert answer == {"name": "vhdplay", "range": [0.0, 1.0]}
 
 
@@ -238,3 +240,95 @@ def test_serve_openenv_bad_input_gets_one_line(warehouse, argv, needle):
     assert completed.returncode != 0
     lines = [line for line in completed.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and needle in lines[0], completed.stderr
+
+
+SCOPED = """
+import asyncio, json, sys
+from openenv import GenericEnvClient
+
+async def refusal(env, **reset):
+    try:
+        await env.reset(**reset)
+    except Exception as error:
+        return str(error)
+    return None
+
+async def main(p):
+    async with GenericEnvClient(base_url=p["url"]) as env:
+        unknown = await refusal(env, env_id=p["unknown"], mode="hidden")
+        outside = {env_id: await refusal(env, env_id=env_id, mode="hidden") for env_id in p["outside"]}
+        first = await env.reset(env_id=p["inside"], mode="revealed")
+        for name, args in p["actions"]:
+            result = await env.step({"type": "call_tool", "tool_name": name, "arguments": args})
+        listed = [await env.reset(seed=seed) for seed in range(p["rows"])]
+        return {"unknown": unknown, "outside": outside, "env_id": first.observation["env_id"],
+                "reward": result.reward, "done": result.done,
+                "listed": sorted({r.observation["env_id"] for r in listed})}
+
+print(json.dumps(asyncio.run(main(json.load(sys.stdin)))))
+"""
+
+
+def test_serve_openenv_where_refuses_an_outside_id_as_an_unknown_one(warehouse, tmp_path):
+    """`vhd serve-openenv --where` as a user starts it: reset(env_id=) outside the selection gets the very error of
+    an id of no environment; inside it an episode plays to its reward, and reset(seed=) stays inside."""
+    from envs.catalog import select_specs
+    from tests.serving.test_http import serve_cli
+
+    where = "family = 'knapsack'"
+    inside, outside = select_specs(where, None, warehouse), select_specs(f"NOT ({where})", None, warehouse)
+    spec = inside[0]
+    with open(tmp_path / "server.log", "w") as log:
+        process, url = serve_cli("serve-openenv", "--warehouse", warehouse, "--where", where, "--mode",
+                                 "hidden,revealed", log=log)
+    try:
+        answer = run_in_sidecar("openenv", SCOPED, {
+            "url": url, "unknown": "knapsack-doesnotexist", "outside": [s.env_id for s in outside],
+            "inside": spec.env_id, "actions": list(oracle(Environment(spec, "revealed"))), "rows": 2 * len(inside)})
+    finally:
+        process.terminate()
+        process.wait(30)
+    assert answer["unknown"] and "unknown environment id" in answer["unknown"] and "\n" not in answer["unknown"]
+    expected = answer["unknown"].replace("knapsack-doesnotexist", "<id>")
+    assert {env_id: text.replace(env_id, "<id>") for env_id, text in answer["outside"].items()} == {
+        s.env_id: expected for s in outside}
+    assert (answer["env_id"], answer["done"], answer["reward"]) == (spec.env_id, True, 1.0)
+    assert answer["listed"] == sorted(s.env_id for s in inside)
+
+
+TYPED_STATE = """
+import asyncio, json, sys
+from openenv.core.env_server.mcp_types import CallToolAction
+from integrations.openenv_client import VhdplayEnv, VhdplayState
+
+async def main(p):
+    async with VhdplayEnv(base_url=p["url"]) as env:
+        await env.reset(split=p["split"], index=p["index"])
+        before = await env.state()
+        for name, args in p["actions"]:
+            result = await env.step(CallToolAction(tool_name=name, arguments=args))
+        after = await env.state()
+        return {"typed": isinstance(after, VhdplayState), "before": before.model_dump(), "after": after.model_dump(),
+                "reward": result.reward}
+
+print(json.dumps(asyncio.run(main(json.load(sys.stdin)))))
+"""
+
+
+def test_the_typed_openenv_clients_state_carries_score_and_u(served):
+    """OpenEnv's MCPToolClient.state() keeps episode_id and step_count only; integrations.openenv_client.VhdplayEnv
+    (OpenEnv's client with vhdplay's state model) keeps the score, u and turns the server sends."""
+    url, tasks = served
+    task = next(t for t in tasks.splits["train"] if t["family"] == "lp" and t["mode"] == "hidden")
+    played = play(_env_of(task), "oracle")
+    actions = [[step["tool"], step["arguments"]] for step in played.trajectory]
+    # the openenv sidecar holds openenv and vhdplay without its dependencies: the client needs nothing else
+    answer = run_in_sidecar("openenv", TYPED_STATE, {"url": url, "split": "train", "index": task["index"],
+                                                      "actions": actions})
+    assert answer["typed"] and answer["reward"] == pytest.approx(1.0)
+    before, after = answer["before"], answer["after"]
+    assert (before["env_id"], before["turns"], before["done"]) == (task["env_id"], 0, False)
+    assert (after["score"], after["done"], after["turns"]) == (pytest.approx(1.0), True, played.turns)
+    assert after["u"] == pytest.approx(played.u) and after["step_count"] == played.turns
+    assert after["task"]["index"] == task["index"]
+    assert set(after) >= set(STATE_SCHEMA["properties"])  # every field the server's schema names, typed

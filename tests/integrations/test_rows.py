@@ -14,7 +14,7 @@ import pytest
 from envs.agents import oracle, play
 from envs.catalog import select_specs
 from envs.environment import Environment
-from integrations.rows import env_from_trainer_row, read_trainer_rows
+from integrations.rows import env_from_trainer_row, read_trainer_rows, tool_interface
 from schemas.envspec import MODES
 from tests.evaluation.support import generated_warehouse
 from tests.integrations.support import ROOT
@@ -68,8 +68,8 @@ def test_trl_and_skyrl_files_load_with_datasets_and_round_trip(warehouse, tmp_pa
     if fmt == "skyrl":
         assert {"data_source", "prompt", "env_class", "reward_spec", "extra_info"} <= set(loaded.column_names)
         assert set(loaded["env_class"]) == {"vhdplay"}
-    else:
-        assert set(loaded["environment"]) == {f"{r['env_id']}/{r['mode']}" for r in loaded}
+    else:  # one TRL class per tool set: the key is the digest of the row's tools
+        assert all(r["environment"] == tool_interface(r["tools"]) for r in loaded)
     # a curriculum in SQL-like terms: the filter works on the columns
     easy = loaded.filter(lambda r: r["family"] == "knapsack" and r["mode"] == "hidden")
     assert len(easy) == sum(1 for s in specs.values() if s.family == "knapsack")
@@ -77,12 +77,27 @@ def test_trl_and_skyrl_files_load_with_datasets_and_round_trip(warehouse, tmp_pa
         spec = specs[row["env_id"]]
         _check_difficulty_columns(row, spec)
         env = env_from_trainer_row(row)
-        assert env.env_id == row["env_id"] and row["prompt"][0]["content"] == env.instructions
+        assert env.env_id == row["env_id"] and row["prompt"][0]["content"].startswith(env.instructions)
+        assert json.loads(row["tools"]) == env.tools()  # OpenAI function format, as apply_chat_template takes it
+        # SkyRL renders its chat template without tools: its prompt lists them and the call format; trl's does not
+        names_in_prompt = {name for name in env.tool_names if f'"name": "{name}"' in row["prompt"][0]["content"]}
+        assert names_in_prompt == (set(env.tool_names) if fmt == "skyrl" else set())
     for row in loaded.select(range(0, len(loaded), 3)):
         _replays(row)
 
 
-def test_hf_folder_has_one_configuration_per_family(warehouse, tmp_path):
+def _card_counts(card: str) -> dict[tuple[str, str], dict[str, int]]:
+    """(family, split) -> {tier or "no tier": rows, "rows": total} from the card's counts table."""
+    lines = card.split("## Rows by family, split and tier", 1)[1].strip().splitlines()
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    counts = {}
+    for line in lines[2:]:
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        counts[(cells[0], cells[1])] = {name: int(cell) for name, cell in zip(header[2:], cells[2:], strict=True)}
+    return counts
+
+
+def test_hf_folder_is_one_dataset_with_a_default_and_a_configuration_per_family(warehouse, tmp_path):
     import datasets
 
     out = tmp_path / "hf"
@@ -90,17 +105,82 @@ def test_hf_folder_has_one_configuration_per_family(warehouse, tmp_path):
     assert completed.returncode == 0, completed.stderr
     specs = select_specs("true", None, warehouse)
     families = sorted({s.family for s in specs})
-    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == families
+    assert sorted(p.name for p in (out / "data").iterdir()) == families
+    # no configuration name: the default one, every family, the splits of the rows (this catalog: all train)
+    every = datasets.load_dataset(str(out))
+    assert {name: len(split) for name, split in every.items()} == {"train": len(specs)}
+    assert sorted(set(every["train"]["family"])) == families
+    assert sorted(every["train"]["env_id"]) == sorted(s.env_id for s in specs)
+    card = (out / "README.md").read_text()
+    counts = _card_counts(card)
     for family in families:
         loaded = datasets.load_dataset(str(out), family, split="train")
         assert set(loaded["family"]) == {family}
-        assert len(loaded) == sum(1 for s in specs if s.family == family)
-        _replays(loaded[0])
-    # pyarrow alone reads it too, and the files concatenate (a family without a tier keeps the column's type)
+        mine = [s for s in specs if s.family == family]
+        assert len(loaded) == len(mine) == counts[(family, "train")]["rows"]
+        for tier in {s.difficulty.tier if s.difficulty else None for s in mine}:
+            assert counts[(family, "train")][tier or "no tier"] == sum(
+                1 for s in mine if (s.difficulty.tier if s.difficulty else None) == tier)
+    _replays(every["train"][0])
+    for column in every["train"].column_names:  # the card lists every column
+        assert f"| `{column}` |" in card
+    # pyarrow alone reads it too, every row once (the configurations share the files), and the files concatenate
     rows = read_trainer_rows(out)
-    assert len(rows) == len(specs)
-    schemas = {pq.read_schema(f).field("tier").type for f in out.glob("*/*.parquet")}
+    assert len(rows) == len(specs) and {r["sample_seed"] for r in rows} == {None}
+    schemas = {pq.read_schema(f).field("tier").type for f in out.rglob("*.parquet")}
     assert {str(t) for t in schemas} == {"string"}
+
+
+def test_hf_splits_come_from_the_rows_split_column(warehouse, tmp_path):
+    """A catalog of train, held_out and ood environments: one HF split each, in the default configuration and in
+    each family's, with the card's counts."""
+    import datasets
+
+    from integrations.rows import trainer_rows, write_trainer_rows
+
+    labels = ("train", "held_out", "ood")
+    specs = [s.model_copy(update={"split": labels[i % 3]})
+             for i, s in enumerate(select_specs("family IN ('knapsack', 'lp', 'routing')", None, warehouse))]
+    out = write_trainer_rows(trainer_rows(specs, "hf", ["hidden", "revealed"]), tmp_path / "hf", "hf")
+    every = datasets.load_dataset(str(out))
+    assert {name: len(split) for name, split in every.items()} == {
+        label: 2 * sum(1 for s in specs if s.split == label) for label in labels}
+    for name, split in every.items():
+        assert set(split["split"]) == {name}
+        assert sorted(set(split["env_id"])) == sorted(s.env_id for s in specs if s.split == name)
+    counts = _card_counts((out / "README.md").read_text())
+    for family in ("knapsack", "lp", "routing"):
+        loaded = datasets.load_dataset(str(out), family)
+        expected = {label: 2 * sum(1 for s in specs if s.family == family and s.split == label) for label in labels}
+        assert {name: len(split) for name, split in loaded.items()} == {k: v for k, v in expected.items() if v}
+        assert {split: counts[(family, split)]["rows"] for split in loaded} == {k: v for k, v in expected.items() if v}
+        for name, split in loaded.items():
+            assert set(split["family"]) == {family} and set(split["split"]) == {name}
+    assert len(read_trainer_rows(out)) == 2 * len(specs)
+
+
+def test_export_limit_is_a_seeded_sample_recorded_in_the_rows(warehouse, tmp_path):
+    import datasets
+
+    pair = "family IN ('knapsack', 'lp')"
+    assert {s.family for s in select_specs(pair, None, warehouse)[:2]} == {"knapsack"}  # the first two by env_id
+
+    def sample(name: str, seed: str, fmt: str = "trl") -> list[dict]:
+        out = tmp_path / name
+        completed = vhd("export", "--warehouse", warehouse, "--where", pair, "--mode", "hidden", "--limit", "2",
+                        "--seed", seed, "--format", fmt, "--out", str(out))
+        assert completed.returncode == 0, completed.stderr
+        assert f"a sample drawn with --seed {seed}" in completed.stdout
+        return read_trainer_rows(out)
+
+    first, again = sample("a.parquet", "7"), sample("b.jsonl", "7")
+    assert [r["env_id"] for r in first] == [r["env_id"] for r in again]  # one seed, one sample
+    assert {r["family"] for r in first} == {"knapsack", "lp"}  # stratified: not two knapsacks
+    assert {r["sample_seed"] for r in first} == {r["sample_seed"] for r in again} == {7}
+    hf = sample("hf", "3", "hf")
+    assert {r["family"] for r in hf} == {"knapsack", "lp"} and {r["sample_seed"] for r in hf} == {3}
+    assert "--seed 3" in (tmp_path / "hf" / "README.md").read_text()
+    assert len(datasets.load_dataset(str(tmp_path / "hf"), split="train")) == 2
 
 
 @pytest.mark.parametrize("argv, needle", [
@@ -108,6 +188,8 @@ def test_hf_folder_has_one_configuration_per_family(warehouse, tmp_path):
     (["--format", "trl", "--out", "{tmp}/x.parquet", "--mode", "blind"], "unknown mode 'blind'"),
     (["--format", "skyrl", "--out", "{tmp}/x.parquet", "--where", "family ="], "--where does not parse as SQL"),
     (["--format", "trl", "--out", "{tmp}"], "is a folder"),
+    (["--format", "trl", "--out", "{tmp}/x.parquet", "--limit", "0", "--seed", "3"], "--limit must be at least 1"),
+    (["--format", "hf", "--out", "{tmp}/empty", "--where", "family = 'nothere'"], "no row to export"),
 ])
 def test_bad_export_input_gets_one_line(warehouse, tmp_path, argv, needle):
     existing = tmp_path / "full"

@@ -22,8 +22,8 @@ from envs.agents import oracle, play
 from envs.catalog import select_specs
 from envs.environment import Environment
 from integrations.rows import prompt_messages, trainer_rows
-from integrations.trl import environment_class, environment_factories
-from schemas.envspec import MODES
+from integrations.trl import env_score, environment_class, environment_factories, grpo_arguments
+from schemas.envspec import MODES, EnvSpec
 from tests.evaluation.support import generated_warehouse
 
 
@@ -104,10 +104,48 @@ def test_each_rollout_gets_its_own_state_and_reset_starts_over(specs):
     actions = list(oracle(Environment(spec, "hidden")))
     for name, arguments in actions:
         getattr(first, name)(**arguments)
-    assert first.get_reward() == pytest.approx(1.0)
-    assert second.env.turns == 0 and second.get_reward() == 0.0
+    assert env_score([first, second]) == [pytest.approx(1.0), 0.0]
+    assert second.env.turns == 0
     first.reset(**row)
-    assert first.env.turns == 0 and first.get_reward() == 0.0
+    assert first.env.turns == 0 and env_score([first]) == [0.0]
+
+
+def trl_reward_functions(environment_factory: dict, reward_funcs: list) -> list[str]:
+    """GRPOTrainer.__init__'s reward sources (trl 1.16, grpo_trainer.py): the reward functions passed, then one per
+    distinct environment class that defines `get_reward`; their names are the logged reward columns."""
+    names, reward_types = [f.__name__ for f in reward_funcs], []
+    for factory in environment_factory.values():
+        instance = factory()
+        has_reset, has_reward, _ = trl_tools(instance)
+        assert has_reset
+        if has_reward and type(instance) not in reward_types:
+            reward_types.append(type(instance))
+            names.append(type(instance).__name__)
+    return names
+
+
+def test_a_dataset_of_three_families_gives_trl_one_reward_and_each_row_its_own_tools(specs, tokenizer):
+    chosen = [s for s in specs if s.family in ("knapsack", "lp", "routing")]
+    assert len({s.family for s in chosen}) == 3
+    rows = trainer_rows(chosen, "trl", MODES)
+    arguments = grpo_arguments(rows)
+    assert trl_reward_functions(arguments["environment_factory"], arguments["reward_funcs"]) == ["env_score"]
+    pool = {name: factory() for name, factory in arguments["environment_factory"].items()}
+    for row in rows:
+        env = Environment(EnvSpec.model_validate_json(row["spec_json"]), row["mode"])
+        instance = pool[row["environment"]]  # what TRL draws for the row's `environment`
+        _, _, methods = trl_tools(instance)
+        # the per-example tool schema TRL renders, and the row's own `tools` column through the same template
+        for tools in (methods, json.loads(row["tools"])):
+            rendered = apply_chat_template({"prompt": row["prompt"]}, tokenizer, tools=tools)["prompt"]
+            assert {t["function"]["name"] for t in _rendered_tools(rendered)} == set(env.tool_names)
+        instance.reset(**{k: v for k, v in row.items() if k != "environment"})
+        by_name = {method.__name__: method for method in methods}
+        for name, call in oracle(Environment(env.spec, row["mode"])):
+            by_name[name](**call)
+            if instance.done:
+                break
+        assert env_score([instance]) == [pytest.approx(play(env, "oracle").score)] == [pytest.approx(1.0)]
 
 
 def test_a_row_of_another_environment_is_refused_in_one_line(specs):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -17,7 +18,7 @@ from envs.environment import Environment
 from integrations.generate import spec_from_seed
 from schemas.envspec import EnvSpec
 from tests.evaluation.support import generated_warehouse
-from tests.integrations.support import ROOT, SIDECARS, run_in_sidecar, sidecar_python
+from tests.integrations.support import SIDECARS, run_in_sidecar, sidecar_python
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,8 @@ def warehouse(prefect_server):
 
 def _sidecar_env() -> dict:
     bin_dir = str(SIDECARS / "verifiers" / "bin")
-    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT), "VHD_LOCAL_KEY": "local"}
+    # vhdplay is installed in the sidecar (make sidecars), as the README tells a user: no PYTHONPATH
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "VHD_LOCAL_KEY": "local"}
 
 
 def _tool_calls(trace: dict) -> list[tuple[str, dict]]:
@@ -103,18 +105,21 @@ from integrations.vf.endless import VhdEndlessConfig, VhdEndlessTaskset
 p = json.load(sys.stdin)
 catalog = VhdCatalogTaskset(VhdCatalogConfig(warehouse=p["warehouse"], where="family = 'knapsack'", mode="all"))
 tasks = list(catalog)
-medium = list(VhdCatalogTaskset(VhdCatalogConfig(warehouse=p["warehouse"], difficulty="medium", mode="hidden")))
+medium = list(VhdCatalogTaskset(VhdCatalogConfig(warehouse=p["warehouse"], tier="medium", mode="hidden")))
+# `difficulty`, the option's old name, still selects the same tier
+old_name = list(VhdCatalogTaskset(VhdCatalogConfig(warehouse=p["warehouse"], difficulty="medium", mode="hidden")))
 endless = VhdEndlessTaskset(VhdEndlessConfig(families="knapsack,lp", start_seed=7))
 first = [t.data.env_id for t in endless.take(4)]
 again = [t.data.env_id for t in endless.take(4)]
 from pydantic import ValidationError
 try:
-    VhdCatalogConfig(warehouse=p["warehouse"], difficulty="impossible")
+    VhdCatalogConfig(warehouse=p["warehouse"], tier="impossible")
     refused = None
 except ValidationError as error:
     refused = error.errors()[0]["msg"]
 print(json.dumps({"keys": [t.key for t in tasks], "modes": [t.data.mode for t in tasks],
-                  "medium": sorted(t.data.env_id for t in medium), "first": first, "again": again,
+                  "medium": sorted(t.data.env_id for t in medium),
+                  "old_name": sorted(t.data.env_id for t in old_name), "first": first, "again": again,
                   "seeds": [t.data.seed for t in endless.take(4)], "bounded": endless.bounded,
                   "refused": refused}))
 """
@@ -126,12 +131,12 @@ def test_taskset_selection_and_seeds_through_verifiers_views(warehouse):
     assert len(answer["keys"]) == len(set(answer["keys"])) == 3 * len(knapsacks)
     assert sorted(set(answer["modes"])) == ["hidden", "revealed", "written"]
     # the default plan's cells grant every probe: no skill gap, so no hard environment; medium ones are common
-    mediums = sorted(s.env_id for s in select_specs("difficulty = 'medium'", None, warehouse))
-    assert mediums and answer["medium"] == mediums
+    mediums = sorted(s.env_id for s in select_specs("tier = 'medium'", None, warehouse))
+    assert mediums and answer["medium"] == mediums and answer["old_name"] == mediums
     assert answer["first"] == answer["again"] and len(set(answer["first"])) == 4
     assert answer["first"] == [spec_from_seed(seed, ["knapsack", "lp"]).env_id for seed in range(7, 11)]
     assert answer["seeds"] == [7, 8, 9, 10] and answer["bounded"] is False
-    assert "unknown difficulty 'impossible'" in answer["refused"] and "\n" not in answer["refused"]
+    assert "unknown tier 'impossible'" in answer["refused"] and "\n" not in answer["refused"]
 
 
 def test_the_same_seed_gives_the_same_environment():
@@ -252,3 +257,122 @@ def test_vf_eval_refuses_bad_taskset_options_before_any_rollout(tmp_path, argv, 
     output = " ".join((completed.stdout + completed.stderr).replace("│", " ").split())  # verifiers boxes its error
     assert completed.returncode != 0 and needle in output, output[-2000:]
     assert "Traceback" not in output and not (tmp_path / "outputs").exists()
+
+
+SAMPLE = """
+import json, sys
+from integrations.vf.catalog import VhdCatalogConfig, VhdCatalogTaskset
+p = json.load(sys.stdin)
+def tasks(**options):
+    config = VhdCatalogConfig(warehouse=p["warehouse"], where="family IN ('knapsack', 'lp')", **options)
+    return [[t.data.env_id, t.data.family, t.data.sample_seed, t.data.seed] for t in VhdCatalogTaskset(config)]
+print(json.dumps({"draws": {seed: tasks(limit=2, seed=seed) for seed in range(4)}, "again": tasks(limit=2, seed=1),
+                  "default": tasks(limit=2), "every": tasks()}))
+"""
+
+
+def test_catalog_taskset_limit_is_a_seeded_sample_of_every_family(warehouse):
+    """limit 2 over knapsack and lp: one of each (the first two by env_id are both knapsacks), the same for one
+    seed, another for another seed, the seed in each task's data (the generator's `seed` stays None)."""
+    answer = run_in_sidecar("verifiers", SAMPLE, {"warehouse": warehouse}, env=_sidecar_env())
+    pair = "family IN ('knapsack', 'lp')"
+    assert {s.family for s in select_specs(pair, None, warehouse)[:2]} == {"knapsack"}
+    for seed, tasks in answer["draws"].items():
+        assert {family for _, family, _, _ in tasks} == {"knapsack", "lp"}
+        assert [env_id for env_id, *_ in tasks] == [s.env_id for s in select_specs(pair, 2, warehouse, int(seed))]
+        assert {(sample_seed, seed_) for *_, sample_seed, seed_ in tasks} == {(int(seed), None)}
+    assert answer["again"] == answer["draws"]["1"] and answer["default"] == answer["draws"]["0"]
+    assert len({tuple(env_id for env_id, *_ in tasks) for tasks in answer["draws"].values()}) > 1
+    assert len(answer["every"]) == len(select_specs(pair, None, warehouse))
+    assert {sample_seed for *_, sample_seed, _ in answer["every"]} == {None}
+
+
+@pytest.mark.parametrize("where, needle", [
+    ("no_such_column = 1", "does not run on the catalog"),
+    ("family = 'nothing'", "no environment matches"),
+    (None, "no warehouse at"),
+])
+def test_vf_eval_refuses_a_where_the_catalog_cannot_run_before_any_rollout(warehouse, tmp_path, where, needle):
+    location = str(tmp_path / "no_warehouse") if where is None else warehouse
+    command = [str(SIDECARS / "verifiers" / "bin" / "vf-eval"), "vhdplay-catalog", "--env.taskset.warehouse", location,
+               *(["--env.taskset.where", where] if where else []), "--env.agent.harness.id", "null", "--model",
+               "none", "--client.base-url", "http://127.0.0.1:9/v1"]
+    completed = subprocess.run(command, cwd=tmp_path, env=_sidecar_env(), capture_output=True, text=True,
+                               timeout=300)
+    output = " ".join((completed.stdout + completed.stderr).replace("│", " ").split())
+    assert completed.returncode != 0 and needle in output, output[-2000:]
+    assert "Traceback" not in output and not (tmp_path / "outputs").exists()
+
+
+SERVED = """
+import asyncio, json, sys
+from verifiers.v1.configs.client import EvalClientConfig
+from verifiers.v1.serve.client import EnvClient
+from verifiers.v1.serve.server import EnvServer
+from verifiers.v1.types import SamplingConfig
+from verifiers.v1.utils.loaders import resolve_env_config
+from envs.catalog import load_spec
+from integrations.vf.catalog import VhdCatalogTaskset
+from integrations.vf.common import VhdTaskConfig, task_of
+from schemas.envspec import EnvSpec
+
+p = json.load(sys.stdin)
+config = resolve_env_config({
+    "taskset": {"id": "vhdplay-catalog", "warehouse": p["warehouse"], "where": p["where"], "mode": "revealed"},
+    "agent": {"harness": {"id": "null"}, "runtime": {"type": "subprocess"}, "max_turns": 60}})
+inside = [task.data.model_dump(mode="json") for task in VhdCatalogTaskset(config.taskset)]
+def sent(spec_json):   # a task as a client with a wider taskset (or a forged one) sends it: its dumped data
+    spec = EnvSpec.model_validate_json(spec_json)
+    return task_of(spec, "revealed", VhdTaskConfig()).data.model_dump(mode="json")
+outside = sent(load_spec(p["outside"], p["warehouse"]).model_dump_json())
+unknown = sent(p["unknown_spec"])
+forged = {**inside[0], "spec_json": outside["spec_json"]}   # an inside id over an outside environment
+
+async def main():
+    server = EnvServer(config=config, address="tcp://127.0.0.1:0")
+    serving = asyncio.create_task(server.run())
+    client = EnvClient(server.address)
+    await client.wait_for_server_startup()
+    model = EvalClientConfig(base_url=p["api_base"], api_key_var="VHD_LOCAL_KEY")
+    answers = {}
+    for name, data in [("outside", outside), ("unknown", unknown), ("forged", forged),
+                       *((f"inside{k}", d) for k, d in enumerate(inside))]:
+        episode = (await client.run(model, "oracle", SamplingConfig(max_tokens=512), data)).model_dump(mode="json")
+        (trace,) = episode["traces"]
+        errors = [e["message"] for e in episode["errors"] + trace["errors"]]
+        answers[name] = {"errors": errors, "score": (trace["rewards"].get("env_score") or {}).get("score")}
+    await client.close()
+    serving.cancel()
+    return answers
+
+print(json.dumps(asyncio.run(main())))
+"""
+
+
+def test_a_served_catalog_taskset_refuses_a_task_outside_its_where(warehouse):
+    """verifiers' env server (what `vf-eval` and prime-rl ship tasks to) rebuilds each task from the data its client
+    sends. A task of an environment outside the taskset's where is refused in setup with the very error of an
+    environment the catalog does not hold, before any model call; an inside task still plays to its reward."""
+    where = "family = 'knapsack'"
+    inside = select_specs(where, None, warehouse)
+    outside = select_specs(f"NOT ({where})", None, warehouse)[0]
+    unknown = spec_from_seed(10_000, ["knapsack"])
+    assert unknown.env_id not in {s.env_id for s in select_specs("true", None, warehouse)}
+    model = OracleChatServer(inside, "revealed")
+    try:
+        answer = run_in_sidecar("verifiers", SERVED, {
+            "warehouse": warehouse, "where": where, "outside": outside.env_id, "api_base": model.api_base,
+            "unknown_spec": unknown.model_dump_json()}, env=_sidecar_env(), timeout=600)
+    finally:
+        model.close()
+
+    def refusal(case: str) -> str:
+        (message,) = answer[case]["errors"]  # the setup's refusal alone: no model call, no score
+        assert answer[case]["score"] is None and "\n" not in message
+        return re.sub(r"'[A-Za-z0-9_.-]+'", "'<id>'", message)
+
+    assert "unknown environment id '<id>'; list ids with" in refusal("unknown")
+    assert refusal("outside") == refusal("unknown") == refusal("forged")
+    assert outside.env_id in answer["outside"]["errors"][0] and unknown.env_id in answer["unknown"]["errors"][0]
+    for k in range(len(inside)):
+        assert answer[f"inside{k}"]["errors"] == [] and answer[f"inside{k}"]["score"] == pytest.approx(1.0)

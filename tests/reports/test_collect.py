@@ -131,7 +131,7 @@ def test_the_skill_gap_per_tier_is_the_informed_minus_the_naive_prober(report_wa
     rows = built_report.collected.rows("difficulty_tiers")
     for row in rows:
         landed = _q(wh, "SELECT avg(informed_score) AS i, avg(naive_score) AS n, avg(skill_gap) AS g FROM environments "
-                        f"WHERE family = '{row['family']}' AND difficulty = '{row['tier']}'")[0]
+                        f"WHERE family = '{row['family']}' AND tier = '{row['tier']}'")[0]
         assert row["mean_naive_score"] == pytest.approx(landed["n"], abs=1e-4)
         assert row["mean_skill_gap"] == pytest.approx(landed["i"] - landed["n"], abs=1e-3)
     tiers = next(line for line in summary_lines(built_report) if line.startswith("tiers: "))

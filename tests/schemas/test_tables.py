@@ -53,7 +53,7 @@ def test_empty_frame_matches_arrow_schema(table):
 
 def test_nullability_as_specified():
     nullable = {table: {field.name for field in arrow_schema(table) if field.nullable} for table in TABLES}
-    assert nullable["environments"] == {"model", "llm_cost_usd", "cost_usd", "online_u", "online_score", "difficulty",
+    assert nullable["environments"] == {"model", "llm_cost_usd", "cost_usd", "online_u", "online_score", "tier",
                                         "informed_score", "heuristic_score", "naive_score", "skill_gap", "facts_fit"}
     assert nullable["attempts"] == {"model", "reason", "env_id"}
     assert nullable["llm_calls"] == {"prompt_tokens", "completion_tokens", "cost_usd", "error"}

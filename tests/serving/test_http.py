@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +18,7 @@ from envs.catalog import select_specs
 from envs.environment import Environment
 from serving.http import catalog_loader, create_app
 from tests.evaluation.support import generated_warehouse
+from tests.integrations.support import ROOT
 from warehouse.location import resolve_warehouse
 
 
@@ -191,3 +194,58 @@ def test_an_idle_session_expires_with_410(warehouse, specs):
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def serve_cli(*argv: str, log) -> tuple[subprocess.Popen, str]:
+    """`vhd <argv> --port P` as a user starts it, once it answers /health."""
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, "-m", "cli.main", *argv, "--port", str(port)], cwd=ROOT,
+                               stdout=subprocess.DEVNULL, stderr=log)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                return process, url
+        except httpx.HTTPError:
+            pass
+        assert process.poll() is None and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.2)
+
+
+def test_serve_envs_where_is_the_whole_world(warehouse, tmp_path):
+    """An id outside --where is refused exactly as an id of no environment is; one inside still plays."""
+    where = "family = 'knapsack'"
+    inside, outside = select_specs(where, None, warehouse), select_specs(f"NOT ({where})", None, warehouse)
+    assert inside and len(outside) > 10
+    with open(tmp_path / "server.log", "w") as log:
+        process, url = serve_cli("serve-envs", "--warehouse", warehouse, "--where", where, log=log)
+    try:
+        with httpx.Client(base_url=url) as client:
+            unknown = client.post("/sessions", json={"env_id": "knapsack-doesnotexist", "mode": "hidden"})
+            assert unknown.status_code == 404
+            expected = unknown.json()["detail"].replace("knapsack-doesnotexist", "<id>")
+            for spec in outside:
+                refused = client.post("/sessions", json={"env_id": spec.env_id, "mode": "hidden"})
+                assert refused.status_code == 404 and refused.json()["detail"].replace(spec.env_id, "<id>") == expected
+            for spec in inside:
+                created = client.post("/sessions", json={"env_id": spec.env_id, "mode": "revealed"})
+                assert created.status_code == 201, created.text
+                session = created.json()["session_id"]
+                for name, args in oracle(Environment(spec, "revealed")):
+                    client.post(f"/sessions/{session}/call", json={"name": name, "arguments": args})
+                assert client.get(f"/sessions/{session}/score").json()["score"] == 1.0
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+@pytest.mark.parametrize("where, needle", [
+    ("family = ", "--where does not parse as SQL"),
+    ("no_such_column = 1", "no_such_column"),
+])
+def test_serve_envs_bad_where_gets_one_line(warehouse, where, needle):
+    completed = subprocess.run([sys.executable, "-m", "cli.main", "serve-envs", "--warehouse", warehouse, "--where",
+                                where], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    lines = [line for line in completed.stderr.splitlines() if line.strip()]
+    assert completed.returncode == 2 and len(lines) == 1 and needle in lines[0], completed.stderr

@@ -44,7 +44,7 @@ def environments_frame(
             "u_idle": 0.0,
             "online_u": [None] * n,
             "online_score": [None] * n,
-            "difficulty": "medium",
+            "tier": "medium",
             "informed_score": 1.0,
             "heuristic_score": 0.8,
             "naive_score": 0.5,

@@ -195,6 +195,52 @@ def test_files_written_before_a_column_was_added_stay_queryable(tmp_path):
     assert len(merged) == 1 and pq.read_schema(wh.path(merged[0])).names == arrow_schema("environments").names
 
 
+def _difficulty_era_file(wh, name: str, env_ids: list[str], tiers: list[str | None],
+                         dropped: frozenset[str] = frozenset()) -> str:
+    """An environments file as written before environments.difficulty was renamed tier (and before `dropped`)."""
+    fields = [f.with_name("difficulty") if f.name == "tier" else f
+              for f in arrow_schema("environments") if f.name not in dropped]
+    frame = environments_frame(env_ids).assign(tier=tiers).drop(columns=sorted(dropped))
+    path = wh.path(f"environments/date={DATE}/part-{name}.parquet")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pyarrow.Table.from_pandas(frame.rename(columns={"tier": "difficulty"}), schema=pyarrow.schema(
+        fields), preserve_index=False), path)
+    assert "difficulty" in pq.read_schema(path).names and "tier" not in pq.read_schema(path).names
+    return path
+
+
+def test_files_written_with_the_difficulty_column_read_as_tier(tmp_path):
+    wh = resolve_warehouse(str(tmp_path / "wh"))
+    old = _difficulty_era_file(wh, "old", ["old1", "old2"], ["hard", "frontier"])
+    older = _difficulty_era_file(wh, "older", ["older1"], ["easy"], frozenset({"online_u", "online_score"}))
+    commit_run(wh, "run-old", DATE, {"environments": [old, older]}, {})
+    sql = "SELECT env_id, tier FROM environments ORDER BY env_id"
+    old_rows = [{"env_id": "old1", "tier": "hard"}, {"env_id": "old2", "tier": "frontier"},
+                {"env_id": "older1", "tier": "easy"}]
+    assert run_query(wh, sql).to_pylist() == old_rows  # a warehouse written before the rename only
+    assert check(wh) == []
+
+    new = land(wh, "environments", environments_frame(["new1", "new2"]).assign(tier=["medium", None]), DATE, "s1")
+    assert "tier" in pq.read_schema(new).names and "difficulty" not in pq.read_schema(new).names
+    unmeasured = wh.path(f"environments/date={DATE}/part-unmeasured.parquet")  # before the column existed at all
+    schema = pyarrow.schema([f for f in arrow_schema("environments") if f.name != "tier"])
+    pq.write_table(pyarrow.Table.from_pandas(environments_frame(["pre1"]).drop(columns=["tier"]), schema=schema,
+                                             preserve_index=False), unmeasured)
+    commit_run(wh, "run-new", DATE, {"environments": [new, unmeasured]}, {})
+    rows = sorted(old_rows + [{"env_id": "new1", "tier": "medium"}, {"env_id": "new2", "tier": None},
+                              {"env_id": "pre1", "tier": None}], key=lambda r: r["env_id"])
+    assert run_query(wh, sql).to_pylist() == rows
+    assert run_query(wh, "SELECT env_id FROM environments WHERE tier IN ('hard', 'medium') ORDER BY 1").column(
+        "env_id").to_pylist() == ["new1", "old1"]
+    with pytest.raises(QueryError, match="difficulty"):  # the view has one name for the label
+        run_query(wh, "SELECT difficulty FROM environments")
+    result = vhd("warehouse", "check", "--warehouse", wh.url)
+    assert result.returncode == 0 and result.stdout.strip() == f"no problems in {wh.url}", result.stdout
+    assert compact(wh) and run_query(wh, sql).to_pylist() == rows  # rewritten under the current name
+    (merged,) = visible_files(wh)["environments"]
+    assert pq.read_schema(wh.path(merged)).names == arrow_schema("environments").names
+
+
 def test_a_later_listing_of_a_compacted_path_stays_visible(tmp_path):
     wh = resolve_warehouse(str(tmp_path / "wh"))
     for key in ("s1", "s2"):
