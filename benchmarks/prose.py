@@ -63,7 +63,7 @@ def main() -> None:
     args = parser.parse_args()
 
     import mechanisms
-    from envs.checks import render_in
+    from envs.conformance import render_in
     from envs.lint import DEFECT_KINDS, defects
 
     families = mechanisms.resolve_families(None if args.families == "all" else args.families)

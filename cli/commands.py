@@ -1,69 +1,21 @@
-"""The implementation of each `vhd` command."""
+"""The implementation of the `vhd` commands that need no module of their own (cli.main's table names each
+command's handler), and the input checks of the commands that run Prefect flows."""
 
 from __future__ import annotations
 
 import json
 from contextlib import contextmanager
 
-from cli.llm import cmd_llm  # noqa: F401 - `vhd llm`, looked up by name in cli.main
 from cli.output import arrow_rows, console, escape, literal, print_literal, print_rows
-from cli.prefect_server import cmd_server  # noqa: F401 - `vhd server`, looked up by name in cli.main
+from cli.shared import EVAL_REPORT, HUMAN, warehouse_of
+from schemas.errors import UserError
 from schemas.strict_json import dumps
 
-
-def is_user_error(error: BaseException) -> bool:
-    """Errors caused by input (shown as one line) rather than by a bug (shown with a traceback)."""
-    from cli.main import CliError
-    from envs.catalog import UnknownEnvironment
-    from mechanisms.registry import UnknownFamilyError
-    from schemas.shard import PlanError
-    from warehouse.catalog import QueryError
-    from warehouse.location import WarehouseError
-
-    return isinstance(error, (CliError, PlanError, QueryError, WarehouseError, UnknownFamilyError, ValueError,
-                              UnknownEnvironment))
+# The checks run by cli.main before a Prefect server is started or reused (nothing here imports Prefect): bad input
+# raises UserError, one line.
 
 
-_CHECKED: dict[tuple, object] = {}  # (location, read, write) -> the warehouse that passed those checks
-
-
-def _warehouse(args, read: bool = True, write: bool = False):
-    """The warehouse of --warehouse / $VHD_WAREHOUSE / ./vhd_warehouse, checked before any work starts (one line
-    when it is missing, unreadable or not writable: warehouse.preflight); a check already passed is not repeated."""
-    import os
-
-    from warehouse.location import ENV_LOCATION, resolve_warehouse
-    from warehouse.preflight import check_readable, check_writable
-
-    key = (args.warehouse, os.environ.get(ENV_LOCATION), os.getcwd(), read, write)
-    if key not in _CHECKED:
-        wh = resolve_warehouse(args.warehouse)
-        if read:
-            check_readable(wh)
-        if write:
-            check_writable(wh)
-        _CHECKED[key] = wh
-    return _CHECKED[key]
-
-
-def preflight(args) -> str | None:
-    """Check the input of a command that runs Prefect flows before a Prefect server is started or reused (cli.main
-    calls it first; nothing here imports Prefect): None when the input is fine, else the one-line refusal."""
-    check = {"generate": _preflight_generate, "eval": _preflight_eval, "serve": _preflight_serve}.get(args.command)
-    try:
-        if check is not None:
-            from cli.prefect_server import asked_port
-
-            asked_port(getattr(args, "prefect_port", None))  # --prefect-port / $VHD_PREFECT_PORT: a port number
-            check(args)
-    except Exception as error:  # noqa: BLE001 - only input errors become a line; a bug still raises
-        if not is_user_error(error):
-            raise
-        return str(error)
-    return None
-
-
-def _preflight_generate(args) -> None:
+def check_generate(args) -> None:
     import mechanisms
     from schemas.shard import check_count, check_families, check_split, parse_date
     from setter import make_setter
@@ -76,28 +28,28 @@ def _preflight_generate(args) -> None:
             mechanisms.resolve_families(args.families)
     parse_date(args.date)
     if args.shard_size <= 0:
-        raise ValueError(f"--shard-size must be positive, got {args.shard_size}")
+        raise UserError(f"--shard-size must be positive, got {args.shard_size}")
     make_setter(args.setter, args.model, args.fallback_model)  # a bad setter or a missing model
     if args.max_cost_usd is not None and not args.max_cost_usd > 0:
-        raise ValueError(f"--max-cost-usd must be positive, got {args.max_cost_usd}")
+        raise UserError(f"--max-cost-usd must be positive, got {args.max_cost_usd}")
     if args.workers is not None and args.workers < 1:
-        raise ValueError(f"--workers must be at least 1, got {args.workers}")
+        raise UserError(f"--workers must be at least 1, got {args.workers}")
     if args.processes is not None and args.processes < 0:
-        raise ValueError(f"--processes must be 0 or more, got {args.processes}")
+        raise UserError(f"--processes must be 0 or more, got {args.processes}")
     if args.processes and args.runner == "dask":
-        raise ValueError("--processes applies to --runner threads; with dask, --workers sets the worker processes")
+        raise UserError("--processes applies to --runner threads; with dask, --workers sets the worker processes")
     stage_cache_days()  # a bad $VHD_STAGE_CACHE_DAYS
-    _warehouse(args, read=False, write=True)
+    warehouse_of(args, read=False, write=True)
 
 
-def _preflight_eval(args) -> None:
+def check_eval(args) -> None:
     from cli.evaluate import check_eval_args
 
     check_eval_args(args)
-    _warehouse(args, write=True)
+    warehouse_of(args, write=True)
 
 
-def _preflight_serve(args) -> None:
+def check_serve(args) -> None:
     import mechanisms
     from schemas.shard import check_count, check_families
 
@@ -108,15 +60,15 @@ def _preflight_serve(args) -> None:
 
     make_setter(args.setter, args.model)  # --model with the template setter, or litellm without one
     if args.workers < 1:
-        raise ValueError(f"--workers must be at least 1, got {args.workers}")
-    _warehouse(args, read=False, write=True)
+        raise UserError(f"--workers must be at least 1, got {args.workers}")
+    warehouse_of(args, read=False, write=True)
 
 
 def cmd_generate(args) -> int:
     from setter import make_setter
     from tasks.plan import plan_shards, plan_total
 
-    wh = _warehouse(args, read=False, write=True)  # checked with the rest of the input by preflight(), before Prefect
+    wh = warehouse_of(args, read=False, write=True)  # checked with the rest of the input by preflight(), before Prefect
     shards = plan_shards(args.date, args.count, args.families, args.split, args.setter, args.model, args.shard_size,
                          args.plan_name, args.fallback_model, args.tier)
     total = plan_total(args.plan_name, args.count)
@@ -172,11 +124,11 @@ def cmd_query(args) -> int:
     from warehouse.catalog import QueryError, run_query
 
     if args.timeout is not None and not args.timeout > 0:
-        raise ValueError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+        raise UserError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     from cli import interrupts
 
     interrupts.set_note("interrupted: the query was stopped; it changes nothing, so nothing needs finishing")
-    wh = _warehouse(args)
+    wh = warehouse_of(args)
     with _query_timeout(args.timeout) as expired:
         try:
             table = run_query(wh, args.sql)
@@ -261,20 +213,19 @@ def cmd_solve(args) -> int:
 
 
 def load_spec(wh, env_id: str):
-    from cli.main import CliError
     from schemas.envspec import EnvSpec
     from warehouse.catalog import connect
 
     con = connect(wh)
     row = con.execute("SELECT spec_json FROM environments WHERE env_id = ?", [env_id]).fetchone()
     if row is None:
-        raise CliError(f"unknown environment id {env_id!r}; "
+        raise UserError(f"unknown environment id {env_id!r}; "
                        'list ids with: vhd query "SELECT env_id FROM environments"')
     return EnvSpec.model_validate_json(row[0])
 
 
 def cmd_show(args) -> int:
-    spec = load_spec(_warehouse(args), args.env_id)
+    spec = load_spec(warehouse_of(args), args.env_id)
     if args.format == "json":
         print(spec.model_dump_json(indent=1))
         return 0
@@ -291,10 +242,9 @@ def cmd_show(args) -> int:
 
 
 def cmd_play(args) -> int:
-    from cli.main import HUMAN
     from envs import Environment, play
 
-    spec = load_spec(_warehouse(args), args.env_id)
+    spec = load_spec(warehouse_of(args), args.env_id)
     env = Environment(spec, args.mode)
     if args.agent == HUMAN:
         result = _play_interactively(env)
@@ -315,8 +265,6 @@ def cmd_play(args) -> int:
 
 
 def _play_interactively(env):
-    from cli.main import HUMAN
-
     print_literal(literal(env.instructions + "\n"))
     print_rows(["tool", "arguments", "description"],
                [(t["function"]["name"], ", ".join(t["function"]["parameters"].get("properties", {})),
@@ -338,7 +286,7 @@ def cmd_report(args) -> int:
     from warehouse.catalog import run_query
     from warehouse.reports import REPORTS
 
-    wh = _warehouse(args)
+    wh = warehouse_of(args)
     if args.kind is None:
         from reports.command import write_full_report
         from warehouse.preflight import check_output_file
@@ -347,11 +295,7 @@ def cmd_report(args) -> int:
 
         return write_full_report(wh, args.since, args.out)
     if args.since:
-        from cli.main import CliError
-
-        raise CliError("--since applies to the whole report only: run vhd report --since DATE without a kind")
-    from cli.main import EVAL_REPORT
-
+        raise UserError("--since applies to the whole report only: run vhd report --since DATE without a kind")
     if args.kind == EVAL_REPORT:
         from cli.evaluate import report_eval
 
@@ -364,7 +308,7 @@ def cmd_report(args) -> int:
 def cmd_warehouse(args) -> int:
     from warehouse.maintenance import clean, compact, inspect
 
-    wh = _warehouse(args, write=args.action in ("compact", "clean"))
+    wh = warehouse_of(args, write=args.action in ("compact", "clean"))
     if args.action == "compact":
         merged = compact(wh)
         for line in merged:
@@ -389,48 +333,6 @@ def cmd_warehouse(args) -> int:
     return 1 if problems else 0
 
 
-def cmd_eval(args) -> int:
-    from cli.evaluate import cmd_eval as run
-
-    return run(args, _warehouse(args, write=True))
-
-
-def cmd_serve_envs(args) -> int:
-    from cli.serving import cmd_serve_envs as run
-
-    return run(args, _warehouse(args))
-
-
-def cmd_serve_mcp(args) -> int:
-    from cli.serving import cmd_serve_mcp as run
-
-    return run(args, _warehouse(args))
-
-
-def cmd_serve_openenv(args) -> int:
-    from cli.integrations import cmd_serve_openenv as run
-
-    return run(args, _warehouse(args))
-
-
-def cmd_export(args) -> int:
-    from cli.export import cmd_export as run
-
-    return run(args, _warehouse(args))
-
-
-def cmd_score(args) -> int:
-    from cli.completions import cmd_score as run
-
-    return run(args, lambda: _warehouse(args))
-
-
-def cmd_doctor(args) -> int:
-    from cli.doctor import cmd_doctor as run
-
-    return run(args)
-
-
 def cmd_serve(args) -> int:
     from flows.deployments import serve_nightly
     from setter import make_setter
@@ -438,7 +340,7 @@ def cmd_serve(args) -> int:
 
     plan_shards(None, args.count, args.families)  # a bad count or family is refused now, not at 02:00
     make_setter(args.setter, args.model)
-    wh = _warehouse(args, read=False, write=True)
+    wh = warehouse_of(args, read=False, write=True)
     serve_nightly(name=args.name, cron=args.cron, timezone=args.timezone, count=args.count,
                   families=args.families, warehouse=wh.url, setter=args.setter, model=args.model,
                   workers=args.workers)

@@ -3,47 +3,49 @@
 from __future__ import annotations
 
 from cli.output import arrow_rows, console, escape, print_rows
+from cli.shared import warehouse_of
 from schemas.envspec import MODES
+from schemas.errors import UserError
 
 ALL_MODES = "all"  # --mode all: every mode
 
 
 def parse_modes(text: str) -> list[str]:
-    """'hidden', 'written,revealed' or 'all' -> the list of modes; ValueError naming the bad one."""
+    """'hidden', 'written,revealed' or 'all' -> the list of modes; UserError naming the bad one."""
     modes = list(MODES) if text == ALL_MODES else [m.strip() for m in text.split(",") if m.strip()]
     for mode in modes:
         if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}, comma-separated, or 'all'")
+            raise UserError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}, comma-separated, or 'all'")
     if not modes:
-        raise ValueError(f"--mode is empty; choose from {', '.join(MODES)} or 'all'")
+        raise UserError(f"--mode is empty; choose from {', '.join(MODES)} or 'all'")
     return list(dict.fromkeys(modes))
 
 
 def check_eval_args(args) -> None:
-    """ValueError with one line for options that cannot work together or are out of range (no Prefect, no model:
+    """UserError with one line for options that cannot work together or are out of range (no Prefect, no model:
     run before anything starts)."""
     from envs.catalog import check_predicate
     from evaluation.episodes import LITELLM
 
     parse_modes(args.mode)
     if args.max_turns is not None and args.max_turns < 1:
-        raise ValueError(f"--max-turns must be at least 1, got {args.max_turns}")
+        raise UserError(f"--max-turns must be at least 1, got {args.max_turns}")
     if args.max_tokens < 1:
-        raise ValueError(f"--max-tokens must be at least 1, got {args.max_tokens}")
+        raise UserError(f"--max-tokens must be at least 1, got {args.max_tokens}")
     if args.agent != LITELLM:
         if args.model:
-            raise ValueError(f"--model is for --agent litellm; the {args.agent} baseline plays without a model")
+            raise UserError(f"--model is for --agent litellm; the {args.agent} baseline plays without a model")
         if args.max_turns is not None:
-            raise ValueError(f"--max-turns is for --agent litellm; the {args.agent} baseline plays the environment's "
-                             "whole turn budget")
+            raise UserError(f"--max-turns is for --agent litellm; the {args.agent} baseline plays the environment's "
+                            "whole turn budget")
     elif not args.model:
-        raise ValueError("--agent litellm needs --model, e.g. openai/gpt-4o-mini (or openai/gemma-3-270m with "
-                         "--api-base for the local model)")
+        raise UserError("--agent litellm needs --model, e.g. openai/gpt-4o-mini (or openai/gemma-3-270m with "
+                        "--api-base for the local model)")
     check_predicate(args.where)
     if args.limit is not None and args.limit < 1:
-        raise ValueError(f"--limit must be at least 1, got {args.limit}")
+        raise UserError(f"--limit must be at least 1, got {args.limit}")
     if args.concurrency < 1:
-        raise ValueError(f"--concurrency must be at least 1, got {args.concurrency}")
+        raise UserError(f"--concurrency must be at least 1, got {args.concurrency}")
 
 
 def agent_config(args) -> dict | None:
@@ -61,11 +63,12 @@ def agent_config(args) -> dict | None:
             "options": config.options}
 
 
-def cmd_eval(args, wh) -> int:
+def cmd_eval(args) -> int:
     from evaluation.reports import run_summary_sql
     from flows.evaluate import run_evaluate
     from warehouse.catalog import run_query
 
+    wh = warehouse_of(args, write=True)  # checked with the rest of the input before Prefect (cli.commands.check_eval)
     modes = parse_modes(args.mode)
     config = agent_config(args)  # checks every option (check_eval_args) before the flow starts
     from cli import interrupts

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from cli.evaluate import parse_modes
+from cli.shared import warehouse_of
 
 
-def cmd_export(args, wh) -> int:
+def cmd_export(args) -> int:
     from integrations.rows import TRAINER_FORMATS
 
+    wh = warehouse_of(args)
     if args.format in TRAINER_FORMATS:  # trainer-ready datasets (integrations.rows)
         from cli.integrations import cmd_export_trainer
 

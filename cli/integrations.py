@@ -7,6 +7,8 @@ import os
 import sys
 
 from cli.evaluate import parse_modes
+from cli.shared import warehouse_of
+from schemas.errors import UserError
 
 
 def cmd_export_trainer(args, wh) -> int:
@@ -18,8 +20,8 @@ def cmd_export_trainer(args, wh) -> int:
     if args.format == "hf":
         if os.path.isdir(out):
             if os.listdir(out):
-                raise ValueError(f"--out {args.out} is a folder that is not empty; the hf format writes a new "
-                                 "dataset folder")
+                raise UserError(f"--out {args.out} is a folder that is not empty; the hf format writes a new "
+                                "dataset folder")
         else:
             check_output_file(out)
     else:
@@ -37,16 +39,17 @@ def cmd_export_trainer(args, wh) -> int:
     return 0
 
 
-def cmd_serve_openenv(args, wh) -> int:
+def cmd_serve_openenv(args) -> int:
     from integrations.openenv_server import serve
 
     if not 0 < args.port < 65536:
-        raise ValueError(f"--port must be 1-65535, got {args.port}")
+        raise UserError(f"--port must be 1-65535, got {args.port}")
     if not args.max_sessions >= 1:
-        raise ValueError(f"--max-sessions must be at least 1, got {args.max_sessions}")
+        raise UserError(f"--max-sessions must be at least 1, got {args.max_sessions}")
     from integrations.openenv_server import TaskRows
 
     modes = parse_modes(args.mode)
+    wh = warehouse_of(args)
     tasks = TaskRows.from_catalog(wh, args.where, modes)  # a bad --where fails here, with one line
     print(f"serving the environments of {wh.url} as OpenEnv environment 'vhdplay' on http://{args.host}:{args.port} "
           f"({sum(map(len, tasks.splits.values()))} task row(s) in split(s) {', '.join(tasks.splits) or 'none'}; "

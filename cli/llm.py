@@ -7,20 +7,21 @@ import signal
 import sys
 import time
 
+from schemas.errors import UserError
+
 
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
 def cmd_llm(args) -> int:
-    from cli.main import CliError
     from setter.local_server import DEFAULT_PORT, LocalModelError, LocalModelServer
 
     if args.action != "serve":  # argparse allows only serve; kept for future actions
-        raise CliError(f"unknown llm action {args.action!r}")
+        raise UserError(f"unknown llm action {args.action!r}")
     port = DEFAULT_PORT if args.port is None else args.port
     if not 1 <= port <= 65535:
-        raise CliError(f"--port must be between 1 and 65535, got {port}")
+        raise UserError(f"--port must be between 1 and 65535, got {port}")
     server = LocalModelServer(port=port, n_ctx=args.n_ctx, log_path=args.log)
     # Ctrl-C, `kill -INT` (even of a background job, which starts with SIGINT ignored) and `kill` stop it cleanly
     signal.signal(signal.SIGINT, _interrupt)
@@ -30,7 +31,7 @@ def cmd_llm(args) -> int:
         try:
             server.start()
         except LocalModelError as error:
-            raise CliError(str(error)) from None
+            raise UserError(str(error)) from None
         options = json.dumps({"api_base": server.api_base, "api_key": "local"})
         print(f"local model {server.model} ready on {server.api_base} in {time.perf_counter() - started:.1f} s "
               f"(n_ctx {server.n_ctx}, {server.n_threads} threads; log {server.log_path})")
@@ -41,7 +42,7 @@ def cmd_llm(args) -> int:
         print("  export VHD_LLM_DRAFT=compact                 # a 270M model names the tools; ~30 s per rendering")
         print("Ctrl-C stops it.", flush=True)
         code = server.wait()
-        raise CliError(f"the local model server exited with code {code}: {server.log_tail()}")
+        raise UserError(f"the local model server exited with code {code}: {server.log_tail()}")
     except KeyboardInterrupt:
         print("stopping the local model server", file=sys.stderr)
         server.stop()

@@ -5,17 +5,18 @@ from __future__ import annotations
 import argparse
 import atexit
 import gc
+import importlib
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from cli.output import DOCUMENT_FORMATS, FORMATS
+from cli.shared import EVAL_REPORT, HUMAN
+from schemas.errors import UserError
 from schemas.tiers import TIERS
 
 EPILOG = "Every command reads the warehouse from --warehouse, else $VHD_WAREHOUSE, else ./vhd_warehouse."
-
-
-class CliError(Exception):
-    """A user-facing error: printed as one line, exit code 2."""
 
 
 class _RenamedOption(argparse.Action):
@@ -37,14 +38,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     agents, the export formats, ...), which a command need not import to run another one."""
     parser = argparse.ArgumentParser(prog="vhd", description=__doc__, epilog=EPILOG)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (help_text, options) in COMMANDS.items():
-        if name == "server":
-            built = sub.add_parser(name, help=help_text, description=SERVER_DESCRIPTION)
-        else:
-            built = sub.add_parser(name, help=help_text, description=help_text, epilog=EPILOG)
+    for name, entry in COMMANDS.items():
+        if entry.warehouse:
+            built = sub.add_parser(name, help=entry.help, description=entry.description or entry.help, epilog=EPILOG)
             built.add_argument("--warehouse", help="warehouse location: a folder or s3://bucket/prefix")
+        else:
+            built = sub.add_parser(name, help=entry.help, description=entry.description or entry.help)
         if command is None or command == name:
-            options(built)
+            entry.options(built)
     return parser
 
 
@@ -314,36 +315,80 @@ SERVER_DESCRIPTION = ("The local Prefect server: the first command that needs a 
                       "starts it in the background when PREFECT_API_URL is unset; later commands reuse it. Its "
                       "database and log live in $VHD_HOME/prefect-server (default "
                       "~/.local/share/vhdplay/prefect-server).")
-HUMAN = "human"  # `vhd play --agent human`: the person at the terminal types the calls
-EVAL_REPORT = "eval"  # `vhd report eval`: the evaluation report (evaluation.reports), beside the warehouse's reports
-# each command: its help line and the function that adds its options
+
+
+@dataclass(frozen=True)
+class Command:
+    """One `vhd` command: its help line, the function that adds its options, and the function that runs it."""
+
+    help: str
+    options: Callable[[argparse.ArgumentParser], None]
+    handler: str
+    """"module:function" taking the parsed arguments and returning the exit code (None: 0). Named, not imported:
+    the module is imported only to run its command (a command does not import the others' dependencies)."""
+    check: str | None = None
+    """"module:function" that checks the input before a Prefect server is started or reused (UserError: one line)."""
+    needs_api: bool = False
+    """It runs Prefect flows or registers deployments: without a configured API it uses the local server."""
+    interruptible: bool = False
+    """It runs in a worker thread so that Ctrl-C and SIGTERM stop it within seconds (cli.interrupts); the servers
+    (serve, serve-envs, serve-mcp, serve-openenv, llm), `play` (a human may type) and `server` keep the main thread
+    and stop on Ctrl-C as their servers do."""
+    warehouse: bool = True
+    """It takes --warehouse."""
+    description: str | None = None
+    """Its help page's description (default: the help line)."""
+
+
+def handler_of(reference: str) -> Callable:
+    """The function a "module:function" reference of the table names."""
+    module, _, name = reference.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 COMMANDS = {
-    "generate": ("sample, solve, render and validate N admitted environments and land them", _generate_options),
-    "query": ("run a read-only SQL query over the catalog views (environments, attempts, llm_calls, runs)",
-              _query_options),
-    "families": ("list the registered mechanism families", _families_options),
-    "solve": ("solve one instance given as data: u*, the optimal plan and the solver used", _solve_options),
-    "show": ("show one environment: its rendering, tools and reference values", _show_options),
-    "play": ("play an environment with a baseline agent, or type tool calls yourself (--agent human)", _play_options),
-    "report": ("the dataset report (one HTML file and a terminal summary), or one kind as terminal tables",
-               _report_options),
-    "serve": ("register and serve the nightly generation as a Prefect deployment (needs a server)", _serve_options),
-    "doctor": ("print the configuration in force and check that each service it needs is reachable", _doctor_options),
-    "warehouse": ("check the warehouse for damaged, missing or duplicated files and crash leftovers, compact it, or "
-                  "clean the leftovers", _warehouse_options),
-    "eval": ("play an agent (a baseline or any litellm model) over selected environments; land the episodes",
-             _eval_options),
-    "serve-envs": ("serve the catalog's environments over HTTP: sessions for remote rollouts", _serve_envs_options),
-    "serve-mcp": ("serve one environment's tools as an MCP server over stdio", _serve_mcp_options),
-    "serve-openenv": ("serve the catalog as an OpenEnv environment: MCP tool calls as actions, the Task API over "
-                      "splits and catalog rows", _serve_openenv_options),
-    "export": ("export selected environments for trainers: one row per environment and mode (env id, system prompt, "
-               "tools, spec)", _export_options),
-    "score": ("score one finished chat: replay its tool calls against the environment; print score, u and each "
-              "failed call's error as JSON", _score_options),
-    "llm": ("the local model: 'serve' runs gemma-3-270m on 127.0.0.1 for --setter litellm, offline", _llm_options),
-    "server": ("the local Prefect server that vhd starts when PREFECT_API_URL is unset: status, start, stop",
-               _server_options),
+    "generate": Command("sample, solve, render and validate N admitted environments and land them",
+                        _generate_options, "cli.commands:cmd_generate", check="cli.commands:check_generate",
+                        needs_api=True, interruptible=True),
+    "query": Command("run a read-only SQL query over the catalog views (environments, attempts, llm_calls, runs)",
+                     _query_options, "cli.commands:cmd_query", interruptible=True),
+    "families": Command("list the registered mechanism families", _families_options, "cli.commands:cmd_families",
+                        interruptible=True),
+    "solve": Command("solve one instance given as data: u*, the optimal plan and the solver used", _solve_options,
+                     "cli.commands:cmd_solve", interruptible=True),
+    "show": Command("show one environment: its rendering, tools and reference values", _show_options,
+                    "cli.commands:cmd_show", interruptible=True),
+    "play": Command("play an environment with a baseline agent, or type tool calls yourself (--agent human)",
+                    _play_options, "cli.commands:cmd_play"),
+    "report": Command("the dataset report (one HTML file and a terminal summary), or one kind as terminal tables",
+                      _report_options, "cli.commands:cmd_report", interruptible=True),
+    "serve": Command("register and serve the nightly generation as a Prefect deployment (needs a server)",
+                     _serve_options, "cli.commands:cmd_serve", check="cli.commands:check_serve", needs_api=True),
+    "doctor": Command("print the configuration in force and check that each service it needs is reachable",
+                      _doctor_options, "cli.doctor:cmd_doctor", interruptible=True),
+    "warehouse": Command("check the warehouse for damaged, missing or duplicated files and crash leftovers, compact "
+                         "it, or clean the leftovers", _warehouse_options, "cli.commands:cmd_warehouse",
+                         interruptible=True),
+    "eval": Command("play an agent (a baseline or any litellm model) over selected environments; land the episodes",
+                    _eval_options, "cli.evaluate:cmd_eval", check="cli.commands:check_eval", needs_api=True,
+                    interruptible=True),
+    "serve-envs": Command("serve the catalog's environments over HTTP: sessions for remote rollouts",
+                          _serve_envs_options, "cli.serving:cmd_serve_envs"),
+    "serve-mcp": Command("serve one environment's tools as an MCP server over stdio", _serve_mcp_options,
+                         "cli.serving:cmd_serve_mcp"),
+    "serve-openenv": Command("serve the catalog as an OpenEnv environment: MCP tool calls as actions, the Task API "
+                             "over splits and catalog rows", _serve_openenv_options,
+                             "cli.integrations:cmd_serve_openenv"),
+    "export": Command("export selected environments for trainers: one row per environment and mode (env id, system "
+                      "prompt, tools, spec)", _export_options, "cli.export:cmd_export", interruptible=True),
+    "score": Command("score one finished chat: replay its tool calls against the environment; print score, u and "
+                     "each failed call's error as JSON", _score_options, "cli.completions:cmd_score",
+                     interruptible=True),
+    "llm": Command("the local model: 'serve' runs gemma-3-270m on 127.0.0.1 for --setter litellm, offline",
+                   _llm_options, "cli.llm:cmd_llm"),
+    "server": Command("the local Prefect server that vhd starts when PREFECT_API_URL is unset: status, start, stop",
+                      _server_options, "cli.prefect_server:cmd_server", warehouse=False,
+                      description=SERVER_DESCRIPTION),
 }
 
 
@@ -352,35 +397,32 @@ def command_of(argv: list[str]) -> str:
     return next((arg for arg in argv if not arg.startswith("-")), "")
 
 
-# commands that run Prefect flows or register deployments: without a configured API they use the local server
-NEEDS_API = frozenset({"generate", "eval", "serve"})
-# commands that run in a worker thread so that Ctrl-C and SIGTERM stop them within seconds (cli.interrupts); the
-# servers (serve, serve-envs, serve-mcp, llm), `play` (a human may type) and `server` keep the main thread and
-# stop on Ctrl-C as their servers do
-INTERRUPTIBLE = frozenset({"generate", "eval", "query", "report", "export", "warehouse", "show", "solve",
-                           "families", "doctor", "score"})
-
-
 def main(argv: list[str] | None = None) -> int:
+    """Run one `vhd` command. Bad input (a UserError, whatever raised it) is one `error: ...` line and exit code 2;
+    any other exception is a bug and shows its traceback."""
     # At exit, after every atexit handler (Prefect's log and event drains included: this one is registered first,
     # so it runs last), skip the garbage collector's passes over the imported libraries' objects while modules are
     # torn down: ~1.2 s of every command on 2 cores. Python does not promise finalizers at exit anyway.
     atexit.register(gc.freeze)
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(command_of(argv)).parse_args(argv)
-    from cli.commands import preflight
+    command = COMMANDS[args.command]
+    try:
+        if command.check is not None:  # bad input gets its one line before a Prefect server is started or any work
+            from cli.prefect_server import asked_port
 
-    refusal = preflight(args)  # bad input gets its one line before a Prefect server is started or any work
-    if refusal is not None:
-        print(f"error: {refusal}", file=sys.stderr)
+            asked_port(getattr(args, "prefect_port", None))  # --prefect-port / $VHD_PREFECT_PORT: a port number
+            handler_of(command.check)(args)
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
     from cli.prefect_server import ServerStartError, asked_port, use_local_server
 
     try:
         # Before Prefect is imported (it reads its settings once): without a configured API, the local server's
         # URL, started in the background if needed and reused by later commands. Doctor only looks at it.
-        if args.command in NEEDS_API or args.command == "doctor":
-            start = args.command != "doctor"  # the port asked (--prefect-port, $VHD_PREFECT_PORT): preflight checked it
+        if command.needs_api or args.command == "doctor":
+            start = args.command != "doctor"  # the port asked (--prefect-port, $VHD_PREFECT_PORT): checked above
             use_local_server(start=start, port=asked_port(getattr(args, "prefect_port", None)) if start else None)
     except ServerStartError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -390,15 +432,13 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     # Prefect's per-task INFO lines would drown the progress bar; warnings and errors still show.
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    from cli import commands
-
-    command = getattr(commands, f"cmd_{args.command.replace('-', '_')}")
     try:
-        if args.command in INTERRUPTIBLE:
+        run = handler_of(command.handler)
+        if command.interruptible:
             from cli import interrupts
 
-            return interrupts.run(command, args) or 0
-        return command(args) or 0
+            return interrupts.run(run, args) or 0
+        return run(args) or 0
     except BrokenPipeError:  # the reader (head, less) went away: not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
@@ -408,9 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     except ServerStartError as error:  # `vhd server start`
         print(f"error: {error}", file=sys.stderr)
         return 1
-    except Exception as error:  # noqa: BLE001 - the user-facing error boundary
-        if not commands.is_user_error(error):
-            raise
+    except UserError as error:  # the user-facing error boundary: any other exception keeps its traceback
         print(f"error: {error}", file=sys.stderr)
         return 2
 

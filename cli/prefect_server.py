@@ -18,7 +18,6 @@ This module imports nothing of Prefect's: it must run before the URL is decided.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import signal
@@ -27,6 +26,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from platformkit.processes import free_port, group_alive, held_flock, pid_alive, port_free
+from schemas.errors import UserError
 
 if TYPE_CHECKING:  # the rest is imported where used: every vhd command imports this module
     import subprocess
@@ -109,21 +111,21 @@ class Port:
 
 
 def parse_port(text: str, source: str) -> Port:
-    """A port number (1 to 65535) given by `source`; ValueError with one line naming the fix otherwise."""
+    """A port number (1 to 65535) given by `source`; UserError with one line naming the fix otherwise."""
     try:
         number = int(text.strip())
     except (ValueError, AttributeError):
         number = 0
     if not 0 < number < 65536:
-        raise ValueError(f"{source} must be a port number from 1 to 65535, got {text!r}; e.g. {source}"
-                         f"{'=' if source == ENV_PORT else ' '}4201 (unset: {PREFERRED_PORT}, or a free port "
-                         "when it is taken)")
+        raise UserError(f"{source} must be a port number from 1 to 65535, got {text!r}; e.g. {source}"
+                        f"{'=' if source == ENV_PORT else ' '}4201 (unset: {PREFERRED_PORT}, or a free port "
+                        "when it is taken)")
     return Port(number, source)
 
 
 def asked_port(flag: str | None = None) -> Port | None:
     """The port asked for the local server: the --prefect-port value `flag`, else $VHD_PREFECT_PORT, else None
-    (then port 4200, or a free one when it is taken). ValueError with one line for a bad value."""
+    (then port 4200, or a free one when it is taken). UserError with one line for a bad value."""
     if flag is not None:
         return parse_port(flag, PORT_FLAG)
     text = os.environ.get(ENV_PORT, "").strip()
@@ -206,12 +208,8 @@ def answers(url: str, timeout: float = 2.0) -> bool:
 
 def alive(pid: int) -> bool:
     """Whether a process with this id exists and, where /proc shows it, is a `prefect server` (not a reused id)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_alive(pid):
         return False
-    except PermissionError:
-        pass
     cmdline = Path(f"/proc/{pid}/cmdline")
     try:
         words = cmdline.read_bytes().split(b"\0")
@@ -224,16 +222,6 @@ def alive(pid: int) -> bool:
         if stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":  # a zombie is gone, only not yet reaped
             return False
     return any(w.endswith(b"prefect") for w in words) and b"server" in words
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def terminate(pid: int, process: subprocess.Popen | None = None, grace_s: float = 15.0) -> None:
@@ -255,7 +243,7 @@ def terminate(pid: int, process: subprocess.Popen | None = None, grace_s: float 
         while True:
             if process is not None:
                 process.poll()  # reap our own child, else it lingers as a zombie
-            if not (_group_alive(pid) if group else alive(pid)):
+            if not (group_alive(pid) if group else alive(pid)):
                 return True
             if time.monotonic() >= deadline:
                 return False
@@ -303,48 +291,16 @@ class _Progress:
 def _start_lock(home: Path, wait_s: float):
     """Hold the home's start lock (fcntl.flock: released by the OS if the holder dies)."""
     home.mkdir(parents=True, exist_ok=True)
-    with open(home / LOCK, "a+") as handle:
-        progress = _Progress("waiting for another vhd command that is starting the local Prefect server")
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    progress.clear()
-                    raise ServerStartError(f"another command has been starting the local Prefect server for over "
-                                           f"{wait_s:.0f} s (lock: {home / LOCK}); {WHAT_TO_DO}") from None
-                progress.tick()
-                time.sleep(0.2)
+    progress = _Progress("waiting for another vhd command that is starting the local Prefect server")
+
+    def busy() -> ServerStartError:
         progress.clear()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        return ServerStartError(f"another command has been starting the local Prefect server for over "
+                                f"{wait_s:.0f} s (lock: {home / LOCK}); {WHAT_TO_DO}")
 
-
-def _port_free(port: int, reuse: bool = False) -> bool:
-    """Whether 127.0.0.1:port can be bound; with `reuse`, as the server binds it (SO_REUSEADDR: connections of a
-    server stopped a moment ago, in TIME_WAIT, do not hold the port)."""
-    import socket
-
-    with socket.socket() as sock:
-        if reuse:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    with held_flock(home / LOCK, wait_s, progress.tick, busy):
+        progress.clear()
+        yield
 
 
 def _prefect_command(port: int) -> list[str]:
@@ -406,11 +362,11 @@ def _start(home: Path, timeout: float, asked: Port | None = None) -> Record:
     first = not (home / DATABASE).exists()
     text = "starting the local Prefect server" + (" (first start creates its database)" if first else "")
     if asked is not None:
-        if not _port_free(asked.number, reuse=True):
+        if not port_free(asked.number, reuse=True):
             raise _port_taken(asked)
         port = asked.number
     else:
-        port = PREFERRED_PORT if _port_free(PREFERRED_PORT) else _free_port()
+        port = PREFERRED_PORT if port_free(PREFERRED_PORT) else free_port()
     progress = _Progress(text)
     deadline = time.monotonic() + timeout
     for attempt in range(2):
@@ -426,7 +382,7 @@ def _start(home: Path, timeout: float, asked: Port | None = None) -> Record:
             progress.clear()
             raise _port_taken(asked)  # another program took it between our check and the server's bind
         if outcome == "exited" and attempt == 0 and "already in use" in log_line and time.monotonic() < deadline:
-            port = _free_port()  # another program took the port between our check and the server's bind
+            port = free_port()  # another program took the port between our check and the server's bind
             continue
         progress.clear()
         if outcome == "timeout":
@@ -556,8 +512,8 @@ def _masked(url: str) -> str:
 def cmd_server(args) -> int:
     """`vhd server status|start|stop`."""
     if args.prefect_port is not None and args.action != "start":
-        raise ValueError(f"{PORT_FLAG} applies to `vhd server start` (and `vhd generate`); `vhd server "
-                         f"{args.action}` takes no port")
+        raise UserError(f"{PORT_FLAG} applies to `vhd server start` (and `vhd generate`); `vhd server "
+                        f"{args.action}` takes no port")
     if args.action == "stop":
         print(stop_server())
         return 0

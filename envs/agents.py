@@ -10,6 +10,7 @@ import numpy as np
 from envs.environment import SUBMIT_PLAN, Environment, EpisodeResult
 from mechanisms.base import ActionError
 from schemas.envspec import Action
+from schemas.errors import UserError
 
 ToolCall = tuple[str, dict[str, Any]]
 
@@ -124,7 +125,7 @@ def make_agent(name: str):
     try:
         return AGENTS[name]
     except KeyError:
-        raise ValueError(f"unknown agent {name!r}; choose one of {', '.join(AGENTS)}") from None
+        raise UserError(f"unknown agent {name!r}; choose one of {', '.join(AGENTS)}") from None
 
 
 def play(env: Environment, agent: str = "oracle", seed: int = 0, max_calls: int | None = None) -> EpisodeResult:

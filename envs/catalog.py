@@ -12,18 +12,19 @@ import re
 
 from envs.environment import Environment
 from schemas.envspec import DEFAULT_MODE, EnvSpec, Mode
+from schemas.errors import UserError
 
 _ENV_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 
 
-class UnknownEnvironment(KeyError):
-    """No environment of the catalog has this id."""
+class UnknownEnvironment(UserError, KeyError):
+    """No environment of the catalog has this id (a KeyError too, for the callers that look ids up)."""
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
 
 
-class BadPredicate(ValueError):
+class BadPredicate(UserError):
     """A --where predicate that is not one SQL expression over the environments table."""
 
 
@@ -96,7 +97,7 @@ def sample_ids(members: list[tuple[str, str]], limit: int, seed: int = 0) -> lis
     least the number of families holds every family. The same pairs and seed give the same sample, in draw order;
     the order is a SHA-256 of the seed and the name, the same on every machine and version."""
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"the sample seed must be an integer, got {seed!r}")
+        raise UserError(f"the sample seed must be an integer, got {seed!r}")
 
     def key(*parts: object) -> bytes:
         return hashlib.sha256(":".join(map(str, parts)).encode()).digest()
@@ -118,9 +119,9 @@ def select_specs(where: str = "true", limit: int | None = None, warehouse=None, 
     from warehouse.catalog import run_query
 
     if limit is not None and limit < 1:
-        raise ValueError(f"--limit must be at least 1, got {limit}")
+        raise UserError(f"--limit must be at least 1, got {limit}")
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"--seed must be an integer, got {seed!r}")
+        raise UserError(f"--seed must be an integer, got {seed!r}")
     wh, predicate = _warehouse(warehouse), check_predicate(where)
     if limit is None:
         table = run_query(wh, f"SELECT spec_json FROM environments WHERE ({predicate}) ORDER BY env_id")
@@ -131,7 +132,7 @@ def select_specs(where: str = "true", limit: int | None = None, warehouse=None, 
     if not drawn:
         return []
     if not all(_ENV_ID.match(env_id) for env_id in drawn):  # ids are quoted into the query below
-        raise ValueError("the catalog holds an env id that is not letters, digits, '_', '.', '-'; check the warehouse")
+        raise UserError("the catalog holds an env id that is not letters, digits, '_', '.', '-'; check the warehouse")
     quoted = ", ".join(f"'{env_id}'" for env_id in drawn)
     table = run_query(wh, f"SELECT env_id, spec_json FROM environments WHERE env_id IN ({quoted})")
     specs = dict(zip(table.column("env_id").to_pylist(), table.column("spec_json").to_pylist(), strict=True))

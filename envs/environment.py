@@ -15,6 +15,7 @@ from envs.scoring import score
 from mechanisms.base import ActionError
 from mechanisms.prose import ledger
 from schemas.envspec import DEFAULT_MODE, MODES, SUBMIT_PLAN, EnvSpec, Mode, ToolSpec
+from schemas.errors import UserError
 from schemas.strict_json import dumps, loads
 from setter.wording import TEMPLATE_WORDS
 
@@ -41,15 +42,15 @@ class Environment:
     def __init__(self, spec: EnvSpec, mode: Mode = DEFAULT_MODE, env_id: str | None = None):
         """`env_id`: the spec's id when the caller has it already (hashing a whole spec takes a while)."""
         if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+            raise UserError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         self.spec = spec
         self.mode = mode
         self._env_id: str | None = env_id
         self.mechanism = mechanisms.get(spec.family)
         if self.mechanism.version != spec.version:
-            raise ValueError(f"this {spec.family} environment was generated for version {spec.version} of the family "
-                             f"and this code plays version {self.mechanism.version} (its tools or dynamics changed): "
-                             "generate it again with vhd generate")
+            raise UserError(f"this {spec.family} environment was generated for version {spec.version} of the family "
+                            f"and this code plays version {self.mechanism.version} (its tools or dynamics changed): "
+                            "generate it again with vhd generate")
         self.params = self.mechanism.params_from_data(spec.params)
         self._tools = {tool.name: tool for tool in spec.rendering.tools}
         self._names = spec.rendering.observation_names

@@ -13,6 +13,7 @@ from typing import Any
 
 from envs.environment import Environment
 from schemas.envspec import MODES, EnvSpec
+from schemas.errors import UserError
 
 EXPORT_FORMATS = ("jsonl", "parquet")
 COLUMNS = ("env_id", "mode", "family", "split", "size", "horizon", "turn_budget", "system_prompt", "tools_json",
@@ -40,7 +41,7 @@ def env_from_row(row: dict[str, Any]) -> Environment:
 def write_rows(rows: list[dict[str, Any]], path: str | Path, fmt: str) -> Path:
     """Write rows as JSON lines or Parquet (written beside and renamed, so a reader never sees half a file)."""
     if fmt not in EXPORT_FORMATS:
-        raise ValueError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
+        raise UserError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp")

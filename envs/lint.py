@@ -121,14 +121,13 @@ def defects(spec: EnvSpec, observations: dict[str, list[Any]] | None = None,
         base = re.sub(r" \d+$", "", key)
         if key in RUNTIME_KEYS or key in shown_names or base in shown_names or key.isdigit():
             continue
-        yield "internal_key", f"an observation shows the internal key {key!r}; name it in the family's phrase file"
+        yield "internal_key", f"an observation shows the internal key {key!r}"
         break
     for value in dict.fromkeys(strings):
         if value.startswith(tuple(shown_names)) or " " in value.strip() and "_" not in value:
             continue  # prose (an error message, a status sentence) is linted for words below
         if "_" in value or value in GENERIC_WORDS:
-            yield "internal_value", (f"an observation shows the internal value {value!r}; name it in the family's "
-                                     "phrase file")
+            yield "internal_value", f"an observation shows the internal value {value!r}"
             break
     texts["the observations"] = " ".join([*dict.fromkeys(keys), *dict.fromkeys(strings)])
     literal = _literal_words(mechanism, spec)
@@ -147,7 +146,7 @@ def defects(spec: EnvSpec, observations: dict[str, list[Any]] | None = None,
                 break
     residue = next((x for x in numbers if number_residue(x)), None)
     if residue is not None:
-        yield "residue", f"an observation shows the number {residue!r}; show it as a ledger does (mechanisms.prose)"
+        yield "residue", f"an observation shows the number {residue!r}"
     counted = count_problem(rendering.instructions["hidden"], keys)
     if counted:
         yield "count", counted

@@ -11,6 +11,7 @@ from envs.agents import AGENTS, play
 from envs.environment import Environment
 from evaluation.llm_agent import AgentConfig, play_llm
 from schemas.envspec import EnvSpec
+from schemas.errors import UserError
 
 BASELINES = tuple(AGENTS)
 LITELLM = "litellm"
@@ -28,9 +29,9 @@ def play_episode(spec: EnvSpec, mode: str, agent: str, eval_run_id: str, seed: i
     """Play one episode and return its `evaluations` row (a model that kept failing is in `error`, and then the
     episode's score and u are null: avg(score) must not count it as a zero)."""
     if agent not in AGENT_CHOICES:
-        raise ValueError(f"unknown agent {agent!r}; choose one of {', '.join(AGENT_CHOICES)}")
+        raise UserError(f"unknown agent {agent!r}; choose one of {', '.join(AGENT_CHOICES)}")
     if agent == LITELLM and config is None:
-        raise ValueError("the litellm agent needs a model: pass --model, e.g. openai/gpt-4o-mini")
+        raise UserError("the litellm agent needs a model: pass --model, e.g. openai/gpt-4o-mini")
     env = Environment(spec, mode)
     started = dt.datetime.now(dt.UTC)
     model = config.model if agent == LITELLM else None

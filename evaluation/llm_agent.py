@@ -23,6 +23,7 @@ from typing import Any
 from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from envs.environment import Environment
+from schemas.errors import UserError
 from setter.llm_client import call_cost, failed_call_cost, is_transient_llm_error, llm_options, retries
 from setter.local_server import json_object_format
 
@@ -44,11 +45,11 @@ class AgentConfig:
 
     def __post_init__(self):
         if self.tool_calls not in TOOL_CALL_FORMATS:
-            raise ValueError(f"tool calls must be one of {', '.join(TOOL_CALL_FORMATS)}, got {self.tool_calls!r}")
+            raise UserError(f"tool calls must be one of {', '.join(TOOL_CALL_FORMATS)}, got {self.tool_calls!r}")
         if self.max_turns is not None and self.max_turns < 1:
-            raise ValueError(f"--max-turns must be at least 1, got {self.max_turns}")
+            raise UserError(f"--max-turns must be at least 1, got {self.max_turns}")
         if self.max_tokens < 1:
-            raise ValueError(f"--max-tokens must be at least 1, got {self.max_tokens}")
+            raise UserError(f"--max-tokens must be at least 1, got {self.max_tokens}")
 
 
 @dataclass

@@ -10,12 +10,13 @@ from prefect.settings import PREFECT_API_URL
 
 from flows.generate import DEFAULT_WORKERS
 from flows.nightly import night_of, nightly
+from schemas.errors import UserError
 
 START_SERVER = ("start one with `prefect server start` (it listens on http://127.0.0.1:4200) and "
                 "export PREFECT_API_URL=http://127.0.0.1:4200/api")
 
 
-class ServerUnavailable(ValueError):
+class ServerUnavailable(UserError):
     """No persistent Prefect server: the ephemeral one cannot keep a schedule."""
 
 
@@ -57,7 +58,7 @@ def serve_nightly(name: str = "nightly", cron: str = "0 2 * * *", timezone: str 
     try:
         schedule = Cron(cron, timezone=timezone)
     except Exception as error:  # croniter / zoneinfo reject bad input with various types
-        raise ValueError(f"bad schedule {cron!r} in time zone {timezone!r}: {error}") from None
+        raise UserError(f"bad schedule {cron!r} in time zone {timezone!r}: {error}") from None
     night_of(dt.datetime.now(dt.UTC), timezone)  # an unknown zone is refused here, not on the first night
     nightly.serve(name=name, schedules=[schedule],
                   parameters=nightly_parameters(count, families, setter, model, warehouse, timezone, workers),

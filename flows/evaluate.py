@@ -10,6 +10,7 @@ from prefect import flow
 from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from schemas.errors import UserError
 from tasks.evaluate import eval_date, land_evaluations, play_episode_task, select_environments
 
 DEFAULT_CONCURRENCY = 4
@@ -47,5 +48,5 @@ def evaluate(agent: str, modes: list[str], where: str = "true", limit: int | Non
 def run_evaluate(concurrency: int = DEFAULT_CONCURRENCY, **parameters) -> dict:
     """Run the flow with `concurrency` episode workers (threads)."""
     if concurrency < 1:
-        raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
+        raise UserError(f"--concurrency must be at least 1, got {concurrency}")
     return evaluate.with_options(task_runner=ThreadPoolTaskRunner(max_workers=concurrency))(**parameters)

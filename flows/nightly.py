@@ -15,6 +15,7 @@ from prefect.states import Completed, Failed
 
 from flows.generate import DEFAULT_WORKERS, run_generate_state, run_summary
 from flows.report import report
+from schemas.errors import UserError
 from tasks.plan import DEFAULT_SHARD_SIZE
 from tasks.report import publish_report_link
 
@@ -25,7 +26,7 @@ def night_of(scheduled: dt.datetime, timezone: str = "UTC") -> str:
     try:
         zone = ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"unknown time zone {timezone!r}; use an IANA name such as UTC or Europe/Paris") from None
+        raise UserError(f"unknown time zone {timezone!r}; use an IANA name such as UTC or Europe/Paris") from None
     return scheduled.astimezone(zone).date().isoformat()
 
 

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from schemas.errors import UserError
 from schemas.shard import RUNNERS
 
 DEFAULT_DASK_WORKERS = 2
@@ -22,7 +23,7 @@ CONNECT_TIMEOUT_S = 10.0
 _ADDRESS = re.compile(r"^(tcp|tls)://[^\s/:]+:\d{1,5}$")
 
 
-class RunnerError(ValueError):
+class RunnerError(UserError):
     """A bad runner choice or an unreachable cluster: shown to the user as one line."""
 
 

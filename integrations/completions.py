@@ -18,7 +18,7 @@ that are not a JSON object, a value out of range, an integer of 5,000 digits, ne
 environment's error answer and spends a turn; a call the chat does not spell out (a `<tool_call>` block that is not
 a JSON call, a tool call without a name) spends a turn too, as a reply without a call does in SkyRL; a call after
 the episode ended is refused without a turn. Only a malformed chat (not a list of message objects) or row raises
-ValueError, with one line.
+UserError (a ValueError), with one line.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import Any
 
 from envs.environment import Environment
 from schemas.envspec import DEFAULT_MODE, EnvSpec
+from schemas.errors import UserError
 from schemas.strict_json import loads
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
@@ -105,31 +106,31 @@ def environment_of(env_row: Any, mode: str | None = None) -> Environment:
     if isinstance(env_row, EnvSpec):
         return Environment(env_row, mode or DEFAULT_MODE)
     if not isinstance(env_row, Mapping):
-        raise ValueError(f"env_row must be a row of vhd export (a dict with spec_json and mode) or an EnvSpec, "
-                         f"got {type(env_row).__name__}")
+        raise UserError(f"env_row must be a row of vhd export (a dict with spec_json and mode) or an EnvSpec, "
+                        f"got {type(env_row).__name__}")
     try:
         env = env_from_trainer_row(dict(env_row))
     except ValidationError as error:
         first = error.errors()[0] if error.errors() else {}
         where = ".".join(str(part) for part in first.get("loc", ()))
-        raise ValueError(f"the row's spec_json is not a vhdplay environment spec ({where + ': ' if where else ''}"
-                         f"{first.get('msg', 'invalid')}); export the row again with vhd export") from None
+        raise UserError(f"the row's spec_json is not a vhdplay environment spec ({where + ': ' if where else ''}"
+                        f"{first.get('msg', 'invalid')}); export the row again with vhd export") from None
     if mode is not None and mode != env.mode:
-        raise ValueError(f"the row is the {env.mode} mode of {env.spec.env_id}, not {mode}; pick the row of that "
-                         "mode")
+        raise UserError(f"the row is the {env.mode} mode of {env.spec.env_id}, not {mode}; pick the row of that "
+                        "mode")
     return env
 
 
 def completion_calls(messages: Any) -> list[Call]:
     """The calls of a chat, in order (see the module's docstring for what counts as one)."""
     if not isinstance(messages, (list, tuple)):
-        raise ValueError(f"messages must be a list of chat messages ({{\"role\": ..., \"content\": ...}}), got "
-                         f"{type(messages).__name__}")
+        raise UserError(f"messages must be a list of chat messages ({{\"role\": ..., \"content\": ...}}), got "
+                        f"{type(messages).__name__}")
     calls: list[Call] = []
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping):
-            raise ValueError(f"message {index} is a {type(message).__name__}, not a chat message object "
-                             "({\"role\": ..., \"content\": ...})")
+            raise UserError(f"message {index} is a {type(message).__name__}, not a chat message object "
+                            "({\"role\": ..., \"content\": ...})")
         if message.get("role") != "assistant":
             continue
         native = message.get("tool_calls")
@@ -171,8 +172,8 @@ def messages_of(document: Any) -> list[Any]:
         if isinstance(document.get("completion"), list):
             prompt = document.get("prompt")
             return [*(prompt if isinstance(prompt, list) else []), *document["completion"]]
-    raise ValueError("the transcript must be a JSON list of chat messages, or an object with \"messages\" (or "
-                     "\"prompt\" and \"completion\") lists")
+    raise UserError("the transcript must be a JSON list of chat messages, or an object with \"messages\" (or "
+                    "\"prompt\" and \"completion\") lists")
 
 
 def _native_call(index: int, entry: Any) -> Call:
@@ -212,16 +213,16 @@ def _text(content: Any) -> str:
 
 
 def read_json(path: str, what: str) -> Any:
-    """A JSON file (integers of any length read), or ValueError with one line naming the problem and the fix."""
+    """A JSON file (integers of any length read), or UserError with one line naming the problem and the fix."""
     try:
         with open(path, "rb") as handle:
             return loads(handle.read())
     except FileNotFoundError:
-        raise ValueError(f"no {what} at {path}") from None
+        raise UserError(f"no {what} at {path}") from None
     except IsADirectoryError:
-        raise ValueError(f"{what} {path} is a folder; give a JSON file") from None
+        raise UserError(f"{what} {path} is a folder; give a JSON file") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         reason = error.msg if isinstance(error, json.JSONDecodeError) else "not UTF-8 text"
-        raise ValueError(f"{what} {path} is not JSON ({reason})") from None
+        raise UserError(f"{what} {path} is not JSON ({reason})") from None
     except RecursionError:
-        raise ValueError(f"{what} {path} nests lists or objects too deeply to read") from None
+        raise UserError(f"{what} {path} nests lists or objects too deeply to read") from None

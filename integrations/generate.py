@@ -14,6 +14,7 @@ import mechanisms
 from envs.admission import admit
 from envs.difficulty import measure
 from schemas.envspec import EnvSpec
+from schemas.errors import UserError
 from schemas.tiers import TIERS
 from setter.spec import build_spec, turn_budget
 from setter.template import TemplateSetter
@@ -32,9 +33,9 @@ def resolve(families: list[str] | str | None) -> list[str]:
 
 def spec_from_seed(seed: int, families: list[str] | str | None = None, tier: str | None = None) -> EnvSpec:
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        raise UserError(f"seed must be a non-negative integer, got {seed!r}")
     if tier is not None and tier not in TIERS:
-        raise ValueError(f"unknown tier {tier!r}; choose one of {', '.join(TIERS)}")
+        raise UserError(f"unknown tier {tier!r}; choose one of {', '.join(TIERS)}")
     names = resolve(families)
     family = names[seed % len(names)]
     mechanism = mechanisms.get(family)

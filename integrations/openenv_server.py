@@ -25,14 +25,15 @@ but the one that ends the episode, which carries the score, so the sum over an e
 the end, or before any reset, is refused with an error message. At most `max_sessions` sessions are open at once;
 one more gets CAPACITY_REACHED and is closed.
 
+Sessions live in serving.sessions.SessionStore (as `vhd serve-envs`'s), MCP requests are answered by
+serving.mcp_server.dispatch (as `vhd serve-mcp`'s JSON-RPC framing), and a refusal's code comes from its type:
+WS_CODES (the WebSocket's), RPC_CODES (JSON-RPC's), TASK_API_STATUS (the Task API's HTTP status).
+
 OpenEnv's own server package (`openenv`) is not imported: its fastmcp 3 requires mcp<2, vhdplay's serve-mcp mcp 2.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,10 +41,24 @@ from importlib import resources
 from typing import Any
 
 from fastapi import Request, WebSocket
+from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 
 from envs.environment import Environment
-from schemas.envspec import MODES, EnvSpec
+from schemas.envspec import EnvSpec
+from schemas.strict_json import dumps
+from serving.mcp_server import InvalidParams, Methods, ParseError, dispatch, mcp_tools, parse, rpc_error
+from serving.sessions import (
+    BadRequest,
+    CapacityReached,
+    EpisodeOver,
+    NotFound,
+    Session,
+    SessionError,
+    SessionStore,
+    check_mode,
+    code_for,
+)
 
 ENV_NAME = "vhdplay"
 FINAL_ONLY = "final_step"
@@ -71,12 +86,19 @@ STATE_SCHEMA = {
                    "task": {"type": ["object", "null"], "description": "the Task API row reset played, if any"}}}
 
 
-class Refused(ValueError):
-    """A message the session cannot act on; its text is the one-line error the client gets."""
+class NoEpisode(SessionError):
+    """A step, tool call or tool listing before the session's first reset."""
 
-    def __init__(self, message: str, code: str = "EXECUTION_ERROR"):
-        super().__init__(message)
-        self.code = code
+
+class UnknownMessage(BadRequest):
+    """A WebSocket message of a type this server does not take."""
+
+
+# the code of a refusal, by its type (the most specific one named wins)
+WS_CODES = {CapacityReached: "CAPACITY_REACHED", EpisodeOver: "EXECUTION_ERROR", NoEpisode: "EXECUTION_ERROR",
+            UnknownMessage: "UNKNOWN_TYPE", ParseError: "INVALID_JSON", SessionError: "VALIDATION_ERROR"}
+RPC_CODES = {CapacityReached: -32000, SessionError: InvalidParams.code}
+TASK_API_STATUS = {NotFound: 404, SessionError: 400}
 
 
 @dataclass
@@ -112,39 +134,45 @@ class TaskRows:
     def split(self, split: str) -> list[dict[str, Any]]:
         if split not in self.splits:
             known = ", ".join(sorted(self.splits)) or "none: the selection is empty"
-            raise Refused(f"unknown split {split!r}; splits: {known}", "VALIDATION_ERROR")
+            raise NotFound(f"unknown split {split!r}; splits: {known}")
         return self.splits[split]
 
     def task(self, split: str, index: Any) -> dict[str, Any]:
         tasks = self.split(split)
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(tasks):
-            raise Refused(f"index {index!r} is outside split {split!r} (0..{len(tasks) - 1})", "VALIDATION_ERROR")
+            raise BadRequest(f"index {index!r} is outside split {split!r} (0..{len(tasks) - 1})")
         return tasks[index]
 
 
 def _as_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise Refused(f"{name} must be an integer, got {value!r}", "VALIDATION_ERROR")
+        raise BadRequest(f"{name} must be an integer, got {value!r}")
     return value
 
 
-class Session:
-    """One WebSocket session: one Environment at a time, reset as often as the client likes."""
+@dataclass
+class Episode:
+    """What an OpenEnv session keeps beside its Environment (its SessionStore state)."""
 
-    def __init__(self, load: Callable[[str], EnvSpec], tasks: TaskRows):
-        self.load, self.tasks = load, tasks
-        self.env: Environment | None = None
-        self.episode_id: str | None = None
-        self.step_count = 0
-        self.task: dict[str, Any] | None = None
-        self.rewarded = False
-        self.used = time.monotonic()
+    episode_id: str | None = None
+    step_count: int = 0
+    task: dict[str, Any] | None = None  # the Task API row reset played, if any
+    rewarded: bool = False  # the final step's reward was given: the episode is over
 
-    def reset(self, data: dict[str, Any]) -> dict[str, Any]:
+
+class Play:
+    """OpenEnv's session semantics over SessionStore sessions: reset picks the environment (and starts a new
+    episode), step and MCP's tools/call play it, state reads it. Transport-free: the app's routes call it."""
+
+    def __init__(self, store: SessionStore, tasks: TaskRows):
+        self.store, self.tasks = store, tasks
+
+    def open(self, held: bool = False) -> Session:
+        return self.store.open(Episode(), held)
+
+    def reset(self, session: Session, data: dict[str, Any]) -> dict[str, Any]:
         data = {k: v for k, v in data.items() if v is not None}
-        mode = data.get("mode", "hidden")
-        if mode not in MODES:
-            raise Refused(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}", "VALIDATION_ERROR")
+        mode = check_mode(data.get("mode", "hidden"))
         task = None
         if "env_id" in data:
             env_id = data["env_id"]
@@ -155,104 +183,93 @@ class Session:
         else:
             split = data.get("split") or next(iter(self.tasks.splits), None)
             if split is None:
-                raise Refused("the selection holds no environment; pass env_id", "VALIDATION_ERROR")
+                raise BadRequest("the selection holds no environment; pass env_id")
             rows = self.tasks.split(split)
-            seed = _as_int(data.get("seed", 0), "seed")
-            task = rows[seed % len(rows)]
+            task = rows[_as_int(data.get("seed", 0), "seed") % len(rows)]
             env_id, mode = task["env_id"], task["mode"]
         if not isinstance(env_id, str):
-            raise Refused(f"env_id must be a string, got {env_id!r}", "VALIDATION_ERROR")
-        try:
-            spec = self.load(env_id)
-        except KeyError as error:  # envs.catalog.UnknownEnvironment
-            raise Refused(str(error.args[0]), "VALIDATION_ERROR") from None
-        self.env = Environment(spec, mode)
-        self.episode_id = str(data.get("episode_id") or uuid.uuid4())
-        self.step_count, self.task, self.rewarded = 0, task, False
-        observation = {"env_id": self.env.env_id, "mode": mode, "instructions": self.env.instructions,
-                       "prompt": [{"role": "system", "content": self.env.instructions},
+            raise BadRequest(f"env_id must be a string, got {env_id!r}")
+        spec = self.store.spec(env_id)  # NotFound for an id outside the selection, as for an id of no environment
+        env = session.env = Environment(spec, mode)
+        session.state = Episode(str(data.get("episode_id") or uuid.uuid4()), 0, task, False)
+        observation = {"env_id": env.env_id, "mode": mode, "instructions": env.instructions,
+                       "prompt": [{"role": "system", "content": env.instructions},
                                   {"role": "user", "content": "Begin."}],
-                       "tool_names": sorted(self.env.tool_names), "turn_budget": spec.turn_budget}
+                       "tool_names": sorted(env.tool_names), "turn_budget": spec.turn_budget}
         if task is not None:
             observation["task"] = {"split": spec.split, "index": task["index"], "id": task["id"]}
         return {"observation": observation, "reward": None, "done": False}
 
-    def tools(self) -> list[dict[str, Any]]:
-        env = self._env()
-        return [{"name": t["function"]["name"], "description": t["function"]["description"],
-                 "input_schema": t["function"]["parameters"]} for t in env.tools()]
-
-    def call(self, name: Any, arguments: Any) -> tuple[dict[str, Any], bool, float | None]:
-        """(the observation, done, the reward) of one tool call."""
-        env = self._env()
-        if self.rewarded:
-            raise Refused("the episode is over and its reward was given; reset to play again")
-        if not isinstance(name, str):
-            raise Refused(f"tool_name must be a string, got {name!r}", "VALIDATION_ERROR")
-        if arguments is not None and not isinstance(arguments, dict):
-            raise Refused("arguments must be a JSON object", "VALIDATION_ERROR")
-        observation = env.step(name, arguments or {})
-        self.step_count += 1
-        done = env.done
-        reward = 0.0
-        if done:
-            reward, self.rewarded = env.score(), True
-        return observation, done, reward
-
-    def step(self, action: Any) -> dict[str, Any]:
+    def step(self, session: Session, action: Any) -> dict[str, Any]:
         if not isinstance(action, dict):
-            raise Refused("the action must be a JSON object, e.g. {\"type\": \"call_tool\", \"tool_name\": ..., "
-                          "\"arguments\": {...}}", "VALIDATION_ERROR")
+            raise BadRequest("the action must be a JSON object, e.g. {\"type\": \"call_tool\", \"tool_name\": ..., "
+                             "\"arguments\": {...}}")
         kind = action.get("type", "call_tool")
         if kind == "list_tools":
-            return {"observation": {"tools": self.tools()}, "reward": None, "done": self._env().done}
+            tools = [tool.model_dump(exclude_none=True) for tool in self.tools(session)]
+            return {"observation": {"tools": tools}, "reward": None, "done": session.env.done}
         if kind != "call_tool":
-            raise Refused(f"unknown action type {kind!r}; use call_tool or list_tools", "VALIDATION_ERROR")
+            raise BadRequest(f"unknown action type {kind!r}; use call_tool or list_tools")
         if "tool_name" not in action:
-            raise Refused("a call_tool action needs tool_name", "VALIDATION_ERROR")
+            raise BadRequest("a call_tool action needs tool_name")
         name = action["tool_name"]
-        observation, done, reward = self.call(name, action.get("arguments"))
-        text = json.dumps(observation)
-        result = {"content": [{"type": "text", "text": text}], "structured_content": observation, "data": observation,
-                  "is_error": "error" in observation}
-        metadata = {"turns": self.env.turns, "turn_budget": self.env.spec.turn_budget}
+        observation, done, reward = self.call(session, name, action.get("arguments"))
+        result = {"content": [{"type": "text", "text": dumps(observation)}], "structured_content": observation,
+                  "data": observation, "is_error": "error" in observation}
+        env = session.env
+        metadata = {"turns": env.turns, "turn_budget": env.spec.turn_budget}
         if done:
-            metadata.update(score=self.env.score(), u=self.env.utility())
+            metadata.update(score=env.score(), u=env.utility())
         return {"observation": {"tool_name": name, "result": result, "error": None, "metadata": metadata},
                 "reward": reward, "done": done, "metadata": metadata}
 
-    def state(self) -> dict[str, Any]:
-        env = self.env
-        return {"episode_id": self.episode_id, "step_count": self.step_count,
+    def state(self, session: Session) -> dict[str, Any]:
+        env, episode = session.env, session.state
+        return {"episode_id": episode.episode_id, "step_count": episode.step_count,
                 "env_id": env.env_id if env else None, "mode": env.mode if env else None,
                 "turns": env.turns if env else 0, "turn_budget": env.spec.turn_budget if env else 0,
                 "done": env.done if env else False, "score": env.score() if env else None,
-                "u": env.utility() if env else None, "task": self.task}
+                "u": env.utility() if env else None, "task": episode.task}
 
-    def mcp(self, request: Any) -> dict[str, Any]:
-        """MCP JSON-RPC over the session: tools/list, tools/call (the same calls as step, same turns)."""
-        if not isinstance(request, dict):
-            return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request"}}
-        rid, method, params = request.get("id"), request.get("method"), request.get("params") or {}
-        try:
-            if method == "tools/list":
-                tools = [{"name": t["name"], "description": t["description"], "inputSchema": t["input_schema"]}
-                         for t in self.tools()]
-                return {"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}}
-            if method == "tools/call":
-                observation, done, reward = self.call(params.get("name"), params.get("arguments"))
-                return {"jsonrpc": "2.0", "id": rid, "result": {
-                    "content": [{"type": "text", "text": json.dumps(observation)}], "structuredContent": observation,
+    def tools(self, session: Session) -> list:
+        return mcp_tools(self._env(session))
+
+    def call(self, session: Session, name: Any, arguments: Any) -> tuple[dict[str, Any], bool, float]:
+        """(the observation, done, the reward) of one tool call: the reward is 0.0 but on the step that ends."""
+        env, episode = self._env(session), session.state
+        if episode.rewarded:
+            raise EpisodeOver("the episode is over and its reward was given; reset to play again")
+        if not isinstance(name, str):
+            raise BadRequest(f"tool_name must be a string, got {name!r}")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise BadRequest("arguments must be a JSON object")
+        observation = env.step(name, arguments or {})
+        episode.step_count += 1
+        reward = 0.0
+        if env.done:
+            reward, episode.rewarded = env.score(), True
+        return observation, env.done, reward
+
+    def mcp_methods(self, session_of: Callable[[dict[str, Any]], Session]) -> Methods:
+        """MCP's tools/list and tools/call on the session `session_of(params)` (the same calls as step, same
+        turns), for serving.mcp_server.dispatch."""
+        def list_tools(params):
+            return {"tools": [tool.model_dump(by_alias=True, exclude_none=True)
+                              for tool in self.tools(session_of(params))]}
+
+        def call_tool(params):
+            observation, done, reward = self.call(session_of(params), params.get("name"), params.get("arguments"))
+            return {"content": [{"type": "text", "text": dumps(observation)}], "structuredContent": observation,
                     "data": observation,  # as FastMCP's CallToolResult: OpenEnv's call_tool returns it
-                    "isError": "error" in observation, "_meta": {"done": done, "reward": reward}}}
-        except Refused as refused:
-            return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": str(refused)}}
-        return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"Method not found: {method}"}}
+                    "isError": "error" in observation, "_meta": {"done": done, "reward": reward}}
 
-    def _env(self) -> Environment:
-        if self.env is None:
-            raise Refused("no episode yet: send reset first")
-        return self.env
+        return {"tools/list": list_tools, "tools/call": call_tool}
+
+    @staticmethod
+    def _env(session: Session) -> Environment:
+        if session.env is None:
+            raise NoEpisode("no episode yet: send reset first")
+        return session.env
 
 
 class SplitRequest(BaseModel):
@@ -269,46 +286,52 @@ class RangeRequest(SplitRequest):
     stop: int | None = None
 
 
-def _error(message: str, code: str) -> str:
-    return json.dumps({"type": "error", "data": {"message": message, "code": code}})
+def _error(error: Exception) -> str:
+    return dumps({"type": "error", "data": {"message": str(error), "code": code_for(error, WS_CODES)}})
+
+
+def _json(data: Any) -> Response:
+    return Response(dumps(data, default=float), media_type="application/json")
 
 
 def create_app(load: Callable[[str], EnvSpec], tasks: TaskRows, max_sessions: int = 256,
                session_ttl_s: float = 600.0):
-    from fastapi import FastAPI, HTTPException, WebSocketDisconnect
+    """The app over `load(env_id)` (an EnvSpec, or KeyError) and the selection's task rows: an id outside them is
+    refused as an unknown one. Sessions live in a SessionStore: a WebSocket's own session is held while it is
+    connected and closed with it; a session created over HTTP /mcp expires after `session_ttl_s` idle, unless a
+    WebSocket holds it."""
+    from fastapi import FastAPI, WebSocketDisconnect
     from fastapi.concurrency import run_in_threadpool
+    from fastapi.responses import JSONResponse
 
+    from envs.catalog import not_found
     from integrations.rows import REWARD_FORMULA
 
-    app = FastAPI(title="vhdplay OpenEnv server", description=__doc__.split("\n\n")[0])
-    app.state.sessions = 0
-    lock = asyncio.Lock()
-    specs: dict[str, EnvSpec] = {}
     served = tasks.env_ids()  # a served subset is the whole world: reset(env_id=) outside it is an unknown id
 
-    def cached_load(env_id: str) -> EnvSpec:
+    def served_load(env_id: str) -> EnvSpec:
         if env_id not in served:
-            from envs.catalog import not_found
-
             raise not_found(env_id)
-        if env_id not in specs:
-            specs[env_id] = load(env_id)
-        return specs[env_id]
+        return load(env_id)
 
-    def http_tasks(call):
-        try:
-            return call()
-        except Refused as refused:
-            raise HTTPException(404 if "split" in str(refused) and "unknown" in str(refused) else 400,
-                                str(refused)) from None
+    store = SessionStore(served_load, ttl_s=session_ttl_s, max_sessions=max_sessions,
+                         create_hint="openenv/session/create")
+    play = Play(store, tasks)
+    app = FastAPI(title="vhdplay OpenEnv server", description=__doc__.split("\n\n")[0])
+    app.state.store = store
+
+    @app.exception_handler(SessionError)
+    async def refused(request: Request, error: SessionError):
+        return JSONResponse({"detail": str(error)}, status_code=code_for(error, TASK_API_STATUS))
 
     def check_name(env_name: str) -> None:
         if env_name.lower() != ENV_NAME:
-            raise HTTPException(404, f"unknown environment {env_name!r}; this server serves {ENV_NAME!r}")
+            raise NotFound(f"unknown environment {env_name!r}; this server serves {ENV_NAME!r}")
 
     @app.get("/health")
     async def health():
-        return {"status": "healthy", "sessions": app.state.sessions, "max_sessions": max_sessions}
+        store.expire()
+        return {"status": "healthy", "sessions": len(store.sessions), "max_sessions": max_sessions}
 
     @app.get("/metadata")
     async def metadata():
@@ -333,141 +356,90 @@ def create_app(load: Callable[[str], EnvSpec], tasks: TaskRows, max_sessions: in
     @app.post("/{env_name}/num_tasks")
     async def num_tasks(env_name: str, request: SplitRequest):
         check_name(env_name)
-        return {"num_tasks": len(http_tasks(lambda: tasks.split(request.split)))}
+        return {"num_tasks": len(tasks.split(request.split))}
 
     @app.post("/{env_name}/task")
     async def get_task(env_name: str, request: TaskRequest):
         check_name(env_name)
-        return {"task": _task_view(http_tasks(lambda: tasks.task(request.split, request.index)))}
+        return {"task": _task_view(tasks.task(request.split, request.index))}
 
     @app.post("/{env_name}/tasks")
     async def list_tasks(env_name: str, request: SplitRequest):
         check_name(env_name)
-        return {"tasks": [_task_view(t) for t in http_tasks(lambda: tasks.split(request.split))],
-                "env_name": ENV_NAME}
+        return {"tasks": [_task_view(t) for t in tasks.split(request.split)], "env_name": ENV_NAME}
 
     @app.post("/{env_name}/task_range")
     async def get_task_range(env_name: str, request: RangeRequest):
         check_name(env_name)
-        rows = http_tasks(lambda: tasks.split(request.split))
-        return {"tasks": [_task_view(t) for t in rows[request.start:request.stop]]}
+        return {"tasks": [_task_view(t) for t in tasks.split(request.split)[request.start:request.stop]]}
 
-    registry: dict[str, Session] = {}
-    attached: set[str] = set()
+    def session_of(params: dict[str, Any]) -> Session:
+        sid = params.get("session_id")
+        if not isinstance(sid, str):
+            raise BadRequest(f"missing session_id (got {sid!r}); create a session with openenv/session/create and "
+                             "pass its id as params.session_id")
+        return store.get(sid)
 
-    def reap() -> None:
-        """Forget sessions created over HTTP /mcp, idle past session_ttl_s and not attached to a WebSocket."""
-        now = time.monotonic()
-        for sid in [sid for sid, s in registry.items() if sid not in attached and now - s.used > session_ttl_s]:
-            registry.pop(sid, None)
+    def close(params: dict[str, Any]) -> dict[str, Any]:
+        return {"session_id": store.close(session_of(params).session_id).session_id, "closed": True}
 
-    async def open_session() -> tuple[str, Session]:
-        async with lock:
-            reap()
-            if len(registry) >= max_sessions:
-                raise Refused(f"the server is at capacity ({max_sessions} sessions); retry later", "CAPACITY_REACHED")
-            sid = str(uuid.uuid4())
-            registry[sid] = Session(cached_load, tasks)
-            app.state.sessions = len(registry)
-            return sid, registry[sid]
-
-    async def close_session(sid: str) -> None:
-        async with lock:
-            registry.pop(sid, None)
-            attached.discard(sid)
-            app.state.sessions = len(registry)
+    http_methods = {"openenv/session/create": lambda params: {"session_id": play.open().session_id},
+                    "openenv/session/close": close, **play.mcp_methods(session_of)}
 
     @app.post("/mcp")
     async def mcp_http(request: Request):
         """MCP JSON-RPC over HTTP (OpenEnv's production mode): openenv/session/create and /close, tools/list and
         tools/call on a session (`params.session_id`)."""
         try:
-            body = json.loads(await request.body())
-        except json.JSONDecodeError as error:
-            return {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {error}"}}
-        if not isinstance(body, dict):
-            return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request"}}
-        rid, method = body.get("id"), body.get("method")
-        params = body.get("params") if isinstance(body.get("params"), dict) else {}
-        if method == "openenv/session/create":
-            try:
-                sid, _ = await open_session()
-            except Refused as refused:
-                return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": str(refused)}}
-            return {"jsonrpc": "2.0", "id": rid, "result": {"session_id": sid}}
-        sid = params.get("session_id")
-        session = registry.get(sid) if isinstance(sid, str) else None
-        if method == "openenv/session/close":
-            if session is None:
-                return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": f"unknown session {sid!r}"}}
-            await close_session(sid)
-            return {"jsonrpc": "2.0", "id": rid, "result": {"session_id": sid, "closed": True}}
-        if session is None:
-            return {"jsonrpc": "2.0", "id": rid, "error": {
-                "code": -32602, "message": f"unknown or missing session_id {sid!r}; create one with "
-                                           "openenv/session/create"}}
-        session.used = time.monotonic()
-        return session.mcp(body)
+            body = parse(await request.body(), "the body")
+        except ParseError as error:
+            return _json(rpc_error(None, error.code, str(error)))
+        return _json(dispatch(body, http_methods, RPC_CODES))
 
     @app.websocket("/ws")
     async def ws(websocket: WebSocket):
         await websocket.accept()
         requested = websocket.query_params.get("session_id")
-        owned = not requested
-        try:
-            if requested:
-                async with lock:
-                    if requested not in registry:
-                        raise Refused(f"unknown session_id {requested!r}", "VALIDATION_ERROR")
-                    if requested in attached:
-                        raise Refused(f"session {requested} already has an attached WebSocket", "VALIDATION_ERROR")
-                    attached.add(requested)
-                    sid, session = requested, registry[requested]
-            else:
-                sid, session = await open_session()
-        except Refused as refused:
-            await websocket.send_text(_error(str(refused), refused.code))
+        try:  # a session created over /mcp (OpenEnv's production mode), or one of its own
+            session = store.hold(requested) if requested else play.open(held=True)
+        except SessionError as error:
+            await websocket.send_text(_error(error))
             await websocket.close()
             return
+        methods = play.mcp_methods(lambda params: session)
         try:
             while True:
                 raw = await websocket.receive_text()
-                session.used = time.monotonic()
                 try:
-                    message = json.loads(raw)
-                except json.JSONDecodeError as error:
-                    await websocket.send_text(_error(f"Invalid JSON: {error}", "INVALID_JSON"))
-                    continue
-                kind = message.get("type") if isinstance(message, dict) else None
-                data = message.get("data") if isinstance(message, dict) else None
-                try:
+                    message = parse(raw, "the message")
+                    kind = message.get("type") if isinstance(message, dict) else None
+                    data = message.get("data") if isinstance(message, dict) else None
+                    if kind == "close":
+                        break
                     if kind == "reset":
                         if data is not None and not isinstance(data, dict):
-                            raise Refused("reset data must be a JSON object", "VALIDATION_ERROR")
-                        reply = {"type": "observation",
-                                 "data": await run_in_threadpool(session.reset, data or {})}
+                            raise BadRequest("reset data must be a JSON object")
+                        played = await run_in_threadpool(play.reset, session, data or {})
+                        reply = {"type": "observation", "data": played}
                     elif kind == "step":
-                        reply = {"type": "observation", "data": session.step(data)}
+                        reply = {"type": "observation", "data": play.step(session, data)}
                     elif kind == "state":
-                        reply = {"type": "state", "data": session.state()}
+                        reply = {"type": "state", "data": play.state(session)}
                     elif kind == "mcp":
-                        reply = {"type": "mcp", "data": session.mcp(data)}
-                    elif kind == "close":
-                        break
+                        reply = {"type": "mcp", "data": dispatch(data, methods, RPC_CODES)}
                     else:
-                        raise Refused(f"Unknown message type: {kind!r}", "UNKNOWN_TYPE")
-                except Refused as refused:
-                    await websocket.send_text(_error(str(refused), refused.code))
+                        raise UnknownMessage(f"Unknown message type: {kind!r}")
+                except (SessionError, ParseError) as error:
+                    await websocket.send_text(_error(error))
                     continue
-                await websocket.send_text(json.dumps(reply, default=float))
+                await websocket.send_text(dumps(reply, default=float))
         except WebSocketDisconnect:
             pass
         finally:
-            if owned:
-                await close_session(sid)
+            if requested:
+                store.release(session.session_id)
             else:
-                async with lock:
-                    attached.discard(sid)
+                store.discard(session.session_id)
         try:
             await websocket.close()
         except RuntimeError:  # already closed by the client

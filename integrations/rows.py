@@ -35,6 +35,7 @@ from typing import Any
 
 from envs.environment import Environment
 from schemas.envspec import MODES, EnvSpec
+from schemas.errors import UserError
 from schemas.tiers import TIERS
 
 TRAINER_FORMATS = ("trl", "skyrl", "hf")
@@ -112,7 +113,7 @@ def trainer_rows(specs: Iterable[EnvSpec], fmt: str, modes: Iterable[str] = MODE
                  sample_seed: int | None = None) -> list[dict[str, Any]]:
     """One row per spec and mode; `sample_seed`: the seed the specs were sampled with (None: not a sample)."""
     if fmt not in ROW_BUILDERS:
-        raise ValueError(f"unknown trainer format {fmt!r}; choose one of {', '.join(TRAINER_FORMATS)}")
+        raise UserError(f"unknown trainer format {fmt!r}; choose one of {', '.join(TRAINER_FORMATS)}")
     build, modes = ROW_BUILDERS[fmt], list(modes)
     return [{**build(Environment(spec, mode)), "sample_seed": sample_seed} for spec in specs for mode in modes]
 
@@ -121,8 +122,8 @@ def env_from_trainer_row(row: dict[str, Any]) -> Environment:
     """The Environment a trl, skyrl or hf row describes (the spec JSON and mode, at the top or in extra_info)."""
     source = row if "spec_json" in row else row.get("extra_info") or {}
     if "spec_json" not in source or "mode" not in source:
-        raise ValueError("this row holds no spec_json and mode (neither at the top nor in extra_info); "
-                         "export it with vhd export --format trl|skyrl|hf")
+        raise UserError("this row holds no spec_json and mode (neither at the top nor in extra_info); "
+                        "export it with vhd export --format trl|skyrl|hf")
     return Environment(EnvSpec.model_validate_json(source["spec_json"]), source["mode"])
 
 
@@ -202,17 +203,17 @@ def _hf_layout(rows: list[dict[str, Any]]) -> dict[str, dict[str, list[int]]]:
     """family -> split -> the indices of its rows, families sorted and splits in HF_SPLITS order; a name that cannot
     be a configuration or split name is refused in one line."""
     if not rows:
-        raise ValueError("no row to export: the selection is empty; widen --where (or --mode)")
+        raise UserError("no row to export: the selection is empty; widen --where (or --mode)")
     layout: dict[str, dict[str, list[int]]] = {}
     for index, row in enumerate(rows):
         family, split = row.get("family"), row.get("split")
         if not isinstance(family, str) or not _HF_NAME.match(family) or family == HF_DEFAULT_CONFIG:
-            raise ValueError(f"family {family!r} cannot name an hf configuration (letters, digits, '_'; not "
-                             f"{HF_DEFAULT_CONFIG!r}); export it with --format trl or skyrl, or leave it out with "
-                             "--where")
+            raise UserError(f"family {family!r} cannot name an hf configuration (letters, digits, '_'; not "
+                            f"{HF_DEFAULT_CONFIG!r}); export it with --format trl or skyrl, or leave it out with "
+                            "--where")
         if not isinstance(split, str) or not _HF_NAME.match(split):
-            raise ValueError(f"split {split!r} of {row.get('env_id')} is not an hf split name (letters, digits, "
-                             "'_'); export it with --format trl or skyrl, or leave it out with --where")
+            raise UserError(f"split {split!r} of {row.get('env_id')} is not an hf split name (letters, digits, "
+                            "'_'); export it with --format trl or skyrl, or leave it out with --where")
         layout.setdefault(family, {}).setdefault(split, []).append(index)
     return {family: {split: layout[family][split] for split in sorted(layout[family], key=_split_order)}
             for family in sorted(layout)}
@@ -276,7 +277,7 @@ def write_trainer_rows(rows: list[dict[str, Any]], out: str | Path, fmt: str) ->
         _write_file(rows, out)
         return out
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ValueError(f"--out {out} exists and is not an empty folder; the hf format writes a dataset folder")
+        raise UserError(f"--out {out} exists and is not an empty folder; the hf format writes a dataset folder")
     layout = _hf_layout(rows)
     table = _table(rows)  # one schema for every file, so the default configuration concatenates them
     out.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,7 @@ from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
 from integrations.completions import parse_action  # the reply parser, shared with score_completion
 from integrations.rows import CALL_FORMAT, ENV_CLASS, TOOLS_HEADING, env_from_trainer_row, tools_prompt
+from schemas.errors import UserError
 
 
 class VhdSkyRLEnv(BaseTextEnv):
@@ -36,9 +37,9 @@ class VhdSkyRLEnv(BaseTextEnv):
         budget = self.env.spec.turn_budget
         limit = trainer_turn_limit(env_config, extras)
         if limit is not None and limit < budget:
-            raise ValueError(f"SkyRL max_turns={limit} is below the turn budget {budget} of {self.env.env_id} (its "
-                             f"instructions promise {budget} turns): set generator.max_turns to at least {budget}, "
-                             f"or export only rows with turn_budget <= {limit}")
+            raise UserError(f"SkyRL max_turns={limit} is below the turn budget {budget} of {self.env.env_id} (its "
+                            f"instructions promise {budget} turns): set generator.max_turns to at least {budget}, "
+                            f"or export only rows with turn_budget <= {limit}")
         self.max_turns = budget
 
     def init(self, prompt):
@@ -73,7 +74,7 @@ def trainer_turn_limit(env_config: Any, extras: dict[str, Any]) -> int | None:
     for value in (extras.get("max_turns"), config_limit, extra_info.get("max_turns")):
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value < 1:
-                raise ValueError(f"SkyRL max_turns must be a whole number of turns >= 1, got {value!r}")
+                raise UserError(f"SkyRL max_turns must be a whole number of turns >= 1, got {value!r}")
             return int(value)
     return None
 

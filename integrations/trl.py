@@ -33,6 +33,7 @@ from typing import Any, Literal  # noqa: F401 - Literal is used by the generated
 from envs.environment import Environment
 from integrations.rows import env_from_trainer_row, tool_interface, tools_json
 from schemas.envspec import EnvSpec
+from schemas.errors import UserError
 
 RESERVED = {"reset", "get_reward", "score", "done", "env", "tools", "env_score"}  # the class's own attributes
 _TYPES = {"integer": "int", "number": "float", "string": "str", "boolean": "bool", "object": "dict"}
@@ -56,9 +57,9 @@ class VhdTrlEnvironment:
         if "spec_json" in row or "extra_info" in row:
             env = env_from_trainer_row(row)
             if tool_interface(tools_json(env)) != self._interface:
-                raise ValueError(f"the row's environment {env.env_id} ({env.mode}) has other tools than this class "
-                                 f"({self.__class__.__name__}): use environment_factories(rows), keyed by the rows' "
-                                 "environment column, to map each row to its class")
+                raise UserError(f"the row's environment {env.env_id} ({env.mode}) has other tools than this class "
+                                f"({self.__class__.__name__}): use environment_factories(rows), keyed by the rows' "
+                                "environment column, to map each row to its class")
             self.env = env
         self.env.reset()
         return None
@@ -185,7 +186,7 @@ def environment_factories(rows: Iterable[dict[str, Any]]) -> dict[str, type[VhdT
     for row in rows:
         key = row.get("environment")
         if key is None:
-            raise ValueError("a row has no 'environment' column; export with vhd export --format trl")
+            raise UserError("a row has no 'environment' column; export with vhd export --format trl")
         if key not in factories:
             factories[key] = environment_class(env_from_trainer_row(row), reward=False)
     return factories

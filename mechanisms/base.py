@@ -30,6 +30,7 @@ from mechanisms.facts import Fact, stated
 from mechanisms.operations import Operation, collect_operations
 from mechanisms.players import Knowledge, Policy, Seat, decisions, listing_calls, run_policy
 from schemas.envspec import Action, OperationSpec, pickled_actions, unpickled_actions
+from schemas.errors import UserError
 from schemas.tiers import TIERS  # noqa: F401 - re-exported: the tiers belong with Tier
 
 P = TypeVar("P", bound=BaseModel)
@@ -42,7 +43,7 @@ NEAR_OPTIMAL = 0.97  # ... the share of the optimum (or of the way from idle to 
 ONLINE_BASELINE = "online_optimal"
 
 
-class ParamsError(ValueError):
+class ParamsError(UserError):
     """Parameters given as data that do not describe a valid instance (one line: the field and the problem)."""
 
 

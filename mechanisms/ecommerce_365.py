@@ -46,7 +46,7 @@ fixed cost is paid once per interval; O(T^2 * menu) vectorised with numpy. The r
 every plan of the true problem; its plan is replayed through the dynamics, and when its cash path never
 triggers bankruptcy and ends non-negative (every bankrupt run ends negative) it is optimal: the facts record
 ``exact: true``. ``sample()`` redraws (at most 40 times) until this certificate holds; ``solve()`` raises
-ValueError for data whose relaxed plan is not certified.
+ValueError for data whose relaxed plan is not certified. The DP and its plan as calls are mechanisms._lot_sizing.
 
 Bulk plans (issue 15): ``plan_prices``, ``plan_ads`` and ``plan_orders`` take one product's levels or order
 quantities for today and the days after (an array, one entry per day), so that the optimal plan is at most three
@@ -59,13 +59,13 @@ fees).
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from mechanisms._lot_sizing import advance, bulk_actions, menu, product_plan, trimmed
 from mechanisms.base import ActionError, Mechanism, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
@@ -83,7 +83,6 @@ MAX_RANGE = 92  # days per probe or forecast read
 SAMPLE_REDRAWS = 40
 # the posted forecast's trend error: the standard deviation of its log error a year out (its bias aside)
 FORECAST_DRIFT = 0.6
-TIE = 1e-9
 # what an agent believes of a figure it has not probed (no sticker posts it): middling values of the kind the family
 # draws, never the instance's own
 PRIOR_UNIT_COST, PRIOR_FIXED_COST, PRIOR_HOLDING, PRIOR_LEAD = 20.0, 100.0, 0.1, 3
@@ -287,178 +286,6 @@ def _autopilot(p: EcommerceParams, st: dict[str, Any]) -> None:
         _close_run(p, st, p.horizon - st["day"])
 
 
-# --- the exact solver ---------------------------------------------------------------------------------
-
-def _menu(p: EcommerceParams, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Demand of every (price, ad) pair on every day (T x M, pair m = level * A + ads), its price and ad cost."""
-    base = np.asarray(p.base_demand[i], dtype=np.int64)
-    pr = np.asarray(p.price_response[i], dtype=np.int64)
-    ar = np.asarray(p.ad_response[i], dtype=np.int64)
-    demand = (base[:, None, None] * pr[None, :, None] * ar[None, None, :] // 10000).reshape(len(base), -1)
-    price = np.repeat(np.asarray(p.prices[i], dtype=float), p.ad_levels)
-    ad = np.tile(np.asarray(p.ad_costs[i], dtype=float), p.price_levels)
-    return demand, price, ad
-
-
-@functools.lru_cache(maxsize=16)  # the grids use 8 horizons
-def _lower_triangle(T: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The (day t, arrival j <= t) pairs of a T-day run, row by row: each pair's day, its age t - j (as a float), and
-    the T x T mask that places them."""
-    days, arrivals = np.tril_indices(T)
-    mask = np.zeros((T, T), dtype=bool)
-    mask[days, arrivals] = True
-    for array in (days, mask):
-        array.flags.writeable = False
-    age = (days - arrivals).astype(float)
-    age.flags.writeable = False
-    return days, age, mask
-
-
-def _product_plan(p: EcommerceParams, i: int) -> tuple[float, list[tuple[int, int]]]:
-    """Wagner-Whitin DP over order intervals for one product: (relaxed value, covered intervals [j, k])."""
-    T, L = p.horizon, p.lead_time[i]
-    demand, price, ad = _menu(p, i)
-    # best[t, j]: best value of day t served from an order arriving on day j <= t (units of age t - j), computed for
-    # those pairs only (half the matrix) and 0 for j > t
-    days, age, lower = _lower_triangle(T)
-    held = p.holding_cost[i] * age
-    units = np.take(demand.T, days, axis=1)  # units[m, pair]: the pair's day's demand at (price, ad) setting m
-    pairs = np.empty(len(days))
-    tmp = np.empty(len(days))
-    for m in range(demand.shape[1]):
-        np.subtract(price[m] - p.unit_cost[i], held, out=tmp)
-        tmp *= units[m]
-        tmp -= ad[m]
-        if m:
-            np.maximum(pairs, tmp, out=pairs)
-        else:
-            pairs[:] = tmp
-    best = np.zeros((T, T))
-    best[lower] = pairs
-    span = np.cumsum(best, axis=0)  # span[k, j] = value of days j..k served from an order arriving on day j
-    F = np.zeros(T + 1)
-    choice = np.full(T + 1, -1)
-    fixed = p.fixed_cost[i]
-    for k in range(1, T + 1):
-        F[k] = F[k - 1]  # day k - 1 uncovered: no stock, advertising off
-        if k - 1 >= L:
-            candidates = F[L:k] + span[k - 1, L:k] - fixed
-            b = int(np.argmax(candidates))
-            if candidates[b] > F[k] + TIE:
-                F[k], choice[k] = candidates[b], L + b
-    intervals = []
-    k = T
-    while k > 0:
-        if choice[k] < 0:
-            k -= 1
-        else:
-            intervals.append((int(choice[k]), k - 1))
-            k = int(choice[k])
-    return float(F[T]), sorted(intervals)
-
-
-def _daily_plan(p: EcommerceParams, intervals: list[list[tuple[int, int]]]
-                ) -> tuple[list[list[int]], dict[int, list[tuple[int, int]]]]:
-    """The relaxed optimum day by day: each product's (price, ad) pair per day and the orders placed per day.
-
-    Each covered day takes its best (price, ad) pair for the holding age of its units; among pairs within
-    TIE of the best it keeps the current setting, then the current price level. Uncovered days switch
-    advertising off and keep the price.
-    """
-    T, n, A = p.horizon, p.products, p.ad_levels
-    orders: dict[int, list[tuple[int, int]]] = {}
-    choices = []
-    for i in range(n):
-        demand, price, ad = (x.tolist() for x in _menu(p, i))
-        pairs = range(len(price))
-        cover = [-1] * T  # arrival day of the order serving each day
-        for j, k in intervals[i]:
-            cover[j:k + 1] = [j] * (k + 1 - j)
-        current = (p.price_levels // 2) * A
-        margins = [x - p.unit_cost[i] for x in price]
-        holding = p.holding_cost[i]
-        picked = []
-        for t in range(T):
-            if cover[t] < 0:
-                current = (current // A) * A
-            else:
-                held = holding * (t - cover[t])
-                values = [(margin - held) * units - cost
-                          for margin, units, cost in zip(margins, demand[t], ad, strict=True)]
-                top = max(values) - TIE
-                if values[current] < top:
-                    same = [m for m in pairs if values[m] >= top and m // A == current // A]
-                    current = same[0] if same else next(m for m in pairs if values[m] >= top)
-            picked.append(current)
-        for j, k in intervals[i]:
-            quantity = sum(demand[t][picked[t]] for t in range(j, k + 1))
-            if quantity > 0:
-                orders.setdefault(j - p.lead_time[i], []).append((i, quantity))
-        choices.append(picked)
-    return choices, orders
-
-
-def _bulk_actions(p: EcommerceParams, intervals: list[list[tuple[int, int]]]) -> list[Action]:
-    """The relaxed optimum as a few calls: per product its price plan, advertising plan and order plan (each only
-    when it changes something, trailing repeats left out), then every day closed in one call."""
-    choices, orders = _daily_plan(p, intervals)
-    A = p.ad_levels
-    actions: list[Action] = []
-    for i in range(p.products):
-        prices = [c // A + 1 for c in choices[i]]
-        ads = [c % A + 1 for c in choices[i]]
-        quantities = [0] * p.horizon
-        for d, placed in orders.items():
-            for j, quantity in placed:
-                if j == i:
-                    quantities[d] += quantity
-        if any(level != p.price_levels // 2 + 1 for level in prices):
-            actions.append(Action(op="plan_prices", args={"product": i + 1, "levels": _trimmed(prices)}))
-        if any(level != 1 for level in ads):
-            actions.append(Action(op="plan_ads", args={"product": i + 1, "levels": _trimmed(ads)}))
-        if any(quantities):
-            actions.append(Action(op="plan_orders", args={"product": i + 1,
-                                                          "quantities": _trimmed(quantities, zeros=True)}))
-    return [*actions, _advance(p.horizon)]
-
-
-def _trimmed(values: list[int], zeros: bool = False) -> list[int]:
-    """A plan without its tail: trailing repeats of a level (it stays in force), or trailing zero orders."""
-    end = len(values)
-    while end > 1 and (values[end - 1] == 0 if zeros else values[end - 1] == values[end - 2]):
-        end -= 1
-    return values[:end]
-
-
-def _plan_actions(p: EcommerceParams, intervals: list[list[tuple[int, int]]]) -> list[Action]:
-    """The relaxed optimum as day-by-day calls: settings only when they change, merged clock steps."""
-    T, n, A = p.horizon, p.products, p.ad_levels
-    choices, orders = _daily_plan(p, intervals)
-    settings = [(p.price_levels // 2) * A] * n
-    actions: list[Action] = []
-    idle = 0
-    for d in range(T):
-        today: list[Action] = []
-        for i in range(n):
-            now, before = choices[i][d], settings[i]
-            if now // A != before // A:
-                today.append(Action(op="set_price", args={"product": i + 1, "level": now // A + 1}))
-            if now % A != before % A:
-                today.append(Action(op="set_ads", args={"product": i + 1, "level": now % A + 1}))
-            settings[i] = now
-        for i, quantity in orders.get(d, []):
-            today.append(Action(op="order_stock", args={"product": i + 1, "quantity": quantity}))
-        if today:
-            if idle:
-                actions.append(_advance(idle))
-            actions.extend(today)
-            idle = 0
-        idle += 1
-    if idle:
-        actions.append(_advance(idle))
-    return actions
-
-
 def _prior_prices(unit_cost: float, levels: int) -> tuple[list[float], list[int]]:
     """A middling price ladder over a unit cost and its demand percentages (elasticity 1.9 around the middle)."""
     ladder = [1.35, 1.7, 2.05, 2.5, 3.0, 3.6][:levels]
@@ -470,10 +297,6 @@ def _prior_prices(unit_cost: float, levels: int) -> tuple[list[float], list[int]
 def _num(x: float) -> str:
     """A number as text, as a ledger prints it (mechanisms.prose.figure)."""
     return figure(x)
-
-
-def _advance(days: int) -> Action:
-    return Action(op="advance_day") if days == 1 else Action(op="advance_days", args={"days": days})
 
 
 def _ended(p: EcommerceParams, state: dict[str, Any]) -> dict[str, Any]:
@@ -737,10 +560,10 @@ class Ecommerce365(Mechanism[EcommerceParams]):
         bound = float(p.initial_cash) - p.daily_fee * p.horizon
         intervals = []
         for i in range(p.products):
-            value, product_intervals = _product_plan(p, i)
+            value, product_intervals = product_plan(p, i)
             bound += value
             intervals.append(product_intervals)
-        actions = _bulk_actions(p, intervals)
+        actions = bulk_actions(p, intervals)
         replay = _replay(p, actions, self)
         state = replay["state"]
         if state["bankrupt"]:
@@ -777,8 +600,8 @@ class Ecommerce365(Mechanism[EcommerceParams]):
                 cover = forecast[(0 if d == 0 else d + lead):d + lead + 7]
                 quantities[d] = min(sum(cover), public["max_order"])
             if any(quantities):
-                seat.call("plan_orders", product=i + 1, quantities=_trimmed(quantities, zeros=True))
-        seat.call(_advance(T))
+                seat.call("plan_orders", product=i + 1, quantities=trimmed(quantities, zeros=True))
+        seat.call(advance(T))
 
     # --- dynamics ---------------------------------------------------------------------------------------
     def initial_state(self, params: EcommerceParams) -> dict[str, Any]:
@@ -1183,8 +1006,8 @@ class Ecommerce365(Mechanism[EcommerceParams]):
                         quantities[d] = min(int(round(factor * sum(sheet[i - 1]["forecast"][start:start + 7]))),
                                             public["max_order"])
                 if any(quantities):
-                    seat.call("plan_orders", product=i, quantities=_trimmed(quantities, zeros=True))
-            seat.call(_advance(T))
+                    seat.call("plan_orders", product=i, quantities=trimmed(quantities, zeros=True))
+            seat.call(advance(T))
 
         def static(seat: Seat, sampled: bool) -> None:
             seat.call("read_forecasts")
@@ -1194,7 +1017,7 @@ class Ecommerce365(Mechanism[EcommerceParams]):
             belief = self.believed(seat.known)
             T, A = belief.horizon, belief.ad_levels
             for i in range(belief.products):
-                demand, price, ad = _menu(belief, i)
+                demand, price, ad = menu(belief, i)
                 earned = (price - belief.unit_cost[i]) * demand.sum(axis=0) - ad * T
                 m = int(np.argmax(earned))
                 if m // A != belief.price_levels // 2:
@@ -1207,8 +1030,8 @@ class Ecommerce365(Mechanism[EcommerceParams]):
                     if start <= T - 1:
                         quantities[d] = min(int(demand[start:start + 7, m].sum()), belief.max_order)
                 if any(quantities):
-                    seat.call("plan_orders", product=i + 1, quantities=_trimmed(quantities, zeros=True))
-            seat.call(_advance(T))
+                    seat.call("plan_orders", product=i + 1, quantities=trimmed(quantities, zeros=True))
+            seat.call(advance(T))
 
         return {"weekly_restock": lambda seat: weekly(seat, 1.0, False),
                 "cheapest_weekly": lambda seat: weekly(seat, 1.5, True),

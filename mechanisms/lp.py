@@ -36,7 +36,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mechanisms._production import limits, planned, resource_shapes, room, scipy_optimize
-from mechanisms.base import NEAR_OPTIMAL, ActionError, Mechanism, Solution, Tier
+from mechanisms.base import NEAR_OPTIMAL, ActionError, Mechanism, ParamsError, Solution, Tier
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, flat, non_negative, stickers_default_to_truth
@@ -268,9 +268,9 @@ class LP(Mechanism[LPParams]):
         c = np.asarray(p.c, dtype=float)
         result = linprog(-c, A_ub=a, b_ub=b, bounds=(0, None), method="highs")
         if result.status == 3:
-            raise ValueError("unbounded: profit can grow without limit (a variable is not capped by any row)")
+            raise ParamsError("unbounded: profit can grow without limit (a variable is not capped by any row)")
         if result.status == 2:
-            raise ValueError("infeasible: no production plan satisfies every row")
+            raise ParamsError("infeasible: no production plan satisfies every row")
         if result.status != 0 or result.x is None:
             raise RuntimeError(f"HiGHS LP failed: {result.message}")
         x = np.clip(np.asarray(result.x, dtype=float), 0.0, None)
@@ -322,8 +322,8 @@ class LP(Mechanism[LPParams]):
             while todo:
                 k = next((k for k in todo if not _violations(p, state, k, float(x[p.var(t, k)]))), None)
                 if k is None:
-                    raise ValueError("the optimum cannot be reached by setting one product at a time: "
-                                     "rows with negative entries block every order")
+                    raise ParamsError("the optimum cannot be reached by setting one product at a time: "
+                                      "rows with negative entries block every order")
                 action = Action(op="set_production", args={"product": k, "quantity": float(x[p.var(t, k)])})
                 self.apply(p, state, action)
                 actions.append(action)

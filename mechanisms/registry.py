@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mechanisms.base import Mechanism
+from schemas.errors import UserError
 
 _FAMILIES: dict[str, Mechanism] = {}
 
@@ -16,7 +17,7 @@ GROUPS = {
 }
 
 
-class UnknownFamilyError(ValueError):
+class UnknownFamilyError(UserError):
     """A family id that is not registered."""
 
 

@@ -1,6 +1,6 @@
 """The warehouse tables' columns as Arrow schemas: names, types and nullability, in file order.
 
-This is what readers need (the catalog's typed views, maintenance's schema checks) without importing pandas or
+This is what readers need (the catalog's typed views, visibility's schema checks) without importing pandas or
 pandera, which take most of a second to import; the pandera models in ``schemas.tables`` add the value checks
 that writers run, and a test keeps the two in agreement. The ``date`` partition is not a column: it is the hive
 directory ``date=YYYY-MM-DD``.

@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from schemas.errors import UserError
+
 # The most environments one run may ask for: a larger request is refused before anything is planned (a plan of
 # 10**15 environments would fill memory). A larger dataset is several runs, e.g. one per date.
 MAX_COUNT = 1_000_000
@@ -52,7 +54,7 @@ def plan_description(name: str) -> str:
     return f"'{name}' = {sum(part.count for part in parts):,} environments ({listed})"
 
 
-class PlanError(ValueError):
+class PlanError(UserError):
     """A plan request that cannot be satisfied (bad count, split, date, family): one line for the user."""
 
 

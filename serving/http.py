@@ -7,7 +7,9 @@
     GET    /sessions/{id}/score      score, u, turns, done
     DELETE /sessions/{id}            close it (its final score is in the answer)
 
-Bad requests get a 4xx with {"detail": "<one line>"} (see serving.sessions): a body over MAX_BODY_BYTES is 413
+Bad requests get a 4xx with {"detail": "<one line>"}, its status from the refusal's type (HTTP_STATUS: 404 an
+unknown environment or session, 410 a closed or expired one, 409 a call after the episode ended, 422 an unknown
+mode or tool or malformed arguments, 429 at capacity; see serving.sessions): a body over MAX_BODY_BYTES is 413
 (refused on its Content-Length before it is read, or once a streamed body passes the limit), a field the body
 does not take is 422 naming it. Handlers are coroutines on one event loop, so sessions never race each other;
 only loading a spec from the catalog runs in a thread.
@@ -26,9 +28,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.envspec import EnvSpec
 from schemas.strict_json import dumps, loads
-from serving.sessions import DEFAULT_TTL_S, SessionError, SessionStore
+from serving import sessions
+from serving.sessions import DEFAULT_TTL_S, BadRequest, SessionError, SessionStore, code_for
 
 MAX_BODY_BYTES = 1 << 20  # 1 MiB: a tool call is a few hundred bytes
+HTTP_STATUS = {sessions.NotFound: 404, sessions.Gone: 410, sessions.EpisodeOver: 409, BadRequest: 422,
+               sessions.CapacityReached: 429, SessionError: 400}
 
 
 class CreateSession(BaseModel):
@@ -119,7 +124,7 @@ def create_app(load_spec: Callable[[str], EnvSpec], ttl_s: float = DEFAULT_TTL_S
 
     @app.exception_handler(SessionError)
     async def session_error(request: Request, error: SessionError):
-        return JSONResponse({"detail": error.reason}, status_code=error.status)
+        return JSONResponse({"detail": str(error)}, status_code=code_for(error, HTTP_STATUS))
 
     @app.exception_handler(RequestValidationError)
     async def bad_body(request: Request, error: RequestValidationError):
@@ -155,15 +160,15 @@ def create_app(load_spec: Callable[[str], EnvSpec], ttl_s: float = DEFAULT_TTL_S
         try:
             body = loads(await request.body())
         except (ValueError, RecursionError):
-            raise SessionError(422, "malformed request: the body is not JSON; send {\"name\": ..., "
-                                    "\"arguments\": {...}}") from None
+            raise BadRequest("malformed request: the body is not JSON; send {\"name\": ..., "
+                             "\"arguments\": {...}}") from None
         if not isinstance(body, dict) or not isinstance(body.get("name"), str):
-            raise SessionError(422, "malformed request: the body must be a JSON object with a string 'name' "
-                                    "and an object 'arguments'")
+            raise BadRequest("malformed request: the body must be a JSON object with a string 'name' "
+                             "and an object 'arguments'")
         unknown = sorted(set(body) - set(ToolCall.model_fields))
         if unknown:
-            raise SessionError(422, f"malformed request: unknown field {unknown[0]!r}; the body takes "
-                                    f"{_field_names(ToolCall)}")
+            raise BadRequest(f"malformed request: unknown field {unknown[0]!r}; the body takes "
+                             f"{_field_names(ToolCall)}")
         session, observation = store.call(session_id, body["name"], body.get("arguments"))
         env = session.env
         return Response(f'{{"observation":{observation},"turns":{env.turns},"done":{"true" if env.done else "false"}}}',

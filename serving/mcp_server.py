@@ -9,6 +9,10 @@ A line that is not JSON gets the JSON-RPC error -32700 (parse error), JSON that 
 -32600 (invalid request), both with a null id unless the request's id can be read (the SDK's transport drops
 such lines without an answer). Integers of any length are read (schemas.strict_json.loads), so a tool argument
 of 5,000 digits reaches the environment, which answers with its own error.
+
+The JSON-RPC framing is shared with the servers that answer MCP requests themselves (`vhd serve-openenv`'s /mcp
+and its WebSocket's "mcp" messages): `parse` a message, `dispatch` a request to a table of methods, `mcp_tools` the
+environment's tools. An error's code comes from its type (RpcError's subclasses, or a table of other types).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -26,11 +31,76 @@ from pydantic import ValidationError
 
 from envs.environment import Environment
 from schemas.strict_json import LONG_INT_DIGITS, dumps, loads
+from serving.sessions import code_for
+
+
+class RpcError(Exception):
+    """A JSON-RPC error answer: its code from its type, its text the error's message."""
+
+    code = types.INTERNAL_ERROR
+
+
+class ParseError(RpcError):
+    code = types.PARSE_ERROR
+
+
+class InvalidRequest(RpcError):
+    code = types.INVALID_REQUEST
+
+
+class MethodNotFound(RpcError):
+    code = types.METHOD_NOT_FOUND
+
+
+class InvalidParams(RpcError):
+    code = types.INVALID_PARAMS
+
+
+Methods = Mapping[str, Callable[[dict[str, Any]], Any]]
+
+
+def parse(text: str | bytes, what: str = "the line") -> Any:
+    """A JSON message read with integers of any length (strict_json.loads); ParseError if it is not JSON."""
+    try:
+        return loads(text)
+    except (ValueError, RecursionError) as error:
+        reason = error.msg if isinstance(error, json.JSONDecodeError) else "nested too deeply"
+        raise ParseError(f"Parse error: {what} is not JSON ({reason})") from None
+
+
+def rpc_error(request_id: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def dispatch(request: Any, methods: Methods, codes: Mapping[type[BaseException], int] | None = None
+             ) -> dict[str, Any]:
+    """The JSON-RPC answer to one request: `methods[method](params)` as its result, or an error. An RpcError
+    answers with its own code; an exception of a type `codes` names (or a subclass) with that code, its text the
+    message; any other exception propagates. `params` is {} unless the request's params is an object."""
+    if not isinstance(request, dict):
+        return rpc_error(None, InvalidRequest.code, "Invalid Request: the message is not a JSON-RPC request object")
+    request_id, method = request.get("id"), request.get("method")
+    params = request.get("params") if isinstance(request.get("params"), dict) else {}
+    errors = tuple(codes or ())
+    try:
+        handler = methods.get(method) if isinstance(method, str) else None
+        if handler is None:
+            raise MethodNotFound(f"Method not found: {method}")
+        return {"jsonrpc": "2.0", "id": request_id, "result": handler(params)}
+    except RpcError as error:
+        return rpc_error(request_id, error.code, str(error))
+    except errors as error:
+        return rpc_error(request_id, code_for(error, codes), str(error))
+
+
+def mcp_tools(env: Environment) -> list[types.Tool]:
+    """The environment's tools as MCP tools (their JSON schemas as input schemas)."""
+    return [types.Tool(name=t["function"]["name"], description=t["function"]["description"],
+                       input_schema=t["function"]["parameters"]) for t in env.tools()]
 
 
 def create_server(env: Environment) -> Server:
-    tools = [types.Tool(name=t["function"]["name"], description=t["function"]["description"],
-                        input_schema=t["function"]["parameters"]) for t in env.tools()]
+    tools = mcp_tools(env)
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
@@ -79,15 +149,14 @@ class CheckedLines:
         if not line.strip():
             return None  # a blank line between messages
         try:
-            data = loads(line)
-        except (ValueError, RecursionError) as error:
-            reason = error.msg if isinstance(error, json.JSONDecodeError) else "nested too deeply"
-            await self._error(None, types.PARSE_ERROR, f"Parse error: the line is not JSON ({reason})")
+            data = parse(line)
+        except ParseError as error:
+            await self._error(None, error.code, str(error))
             return None
         try:
             types.jsonrpc_message_adapter.validate_python(data, by_name=False)
         except ValidationError:
-            await self._error(_request_id(data), types.INVALID_REQUEST,
+            await self._error(_request_id(data), InvalidRequest.code,
                               "Invalid Request: the line is JSON but not a JSON-RPC 2.0 message")
             return None
         return json.dumps(data) + "\n" if _LONG_DIGITS.search(line) else line

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from schemas.errors import UserError
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm must never fetch its price map at import
 
 SETTERS = ("template", "litellm")
@@ -14,16 +16,16 @@ def make_setter(name: str, model: str | None = None, fallback_model: str | None 
     """The setter of that name (litellm needs a model; the fallback model is optional)."""
     if name == "template":
         if model:  # the template setter asks no model: rows must not claim one
-            raise ValueError("--model needs --setter litellm")
+            raise UserError("--model needs --setter litellm")
         if fallback_model:
-            raise ValueError("--fallback-model needs --setter litellm")
+            raise UserError("--fallback-model needs --setter litellm")
         from setter.template import TemplateSetter
 
         return TemplateSetter()
     if name == "litellm":
         if not model:
-            raise ValueError("the litellm setter needs --model, e.g. --model openai/gpt-4o-mini")
+            raise UserError("the litellm setter needs --model, e.g. --model openai/gpt-4o-mini")
         from setter.llm import LitellmSetter
 
         return LitellmSetter(model, fallback_model)
-    raise ValueError(f"unknown setter {name!r}; choose one of {', '.join(SETTERS)}")
+    raise UserError(f"unknown setter {name!r}; choose one of {', '.join(SETTERS)}")

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from schemas.errors import UserError
+
 
 class BudgetExhausted(Exception):
     """The run has spent its LLM budget; no further model call is made."""
@@ -22,7 +24,7 @@ class CostBudget:
 
     def __init__(self, limit_usd: float | None = None) -> None:
         if limit_usd is not None and not limit_usd > 0:
-            raise ValueError(f"--max-cost-usd must be positive, got {limit_usd}")
+            raise UserError(f"--max-cost-usd must be positive, got {limit_usd}")
         self._lock = threading.Lock()
         self.limit_usd = limit_usd
         self.spent_usd = 0.0

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mechanisms.base import Mechanism
 from schemas.envspec import Entity, OperationSpec, Rendering
+from schemas.errors import UserError
 from schemas.shard import CallRecord
 from setter.base import RenderFailed
 from setter.corpus import Passage, choose_passage
@@ -56,7 +57,7 @@ def compact_drafts() -> bool:
     tokens; what a small local model can write in reasonable time). Default: full."""
     mode = os.environ.get("VHD_LLM_DRAFT", "full")
     if mode not in ("full", "compact"):
-        raise ValueError(f"VHD_LLM_DRAFT must be full or compact, got {mode!r}")
+        raise UserError(f"VHD_LLM_DRAFT must be full or compact, got {mode!r}")
     return mode == "compact"
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from schemas.errors import UserError
 from schemas.shard import CallRecord
 from setter import llm_cache
 from setter.budget import in_force
@@ -68,9 +69,9 @@ def llm_options() -> dict[str, Any]:
     try:
         options = json.loads(raw)
     except json.JSONDecodeError as error:
-        raise ValueError(f"VHD_LLM_OPTIONS is not valid JSON: {error.msg}") from None
+        raise UserError(f"VHD_LLM_OPTIONS is not valid JSON: {error.msg}") from None
     if not isinstance(options, dict):
-        raise ValueError("VHD_LLM_OPTIONS must be a JSON object of litellm arguments")
+        raise UserError("VHD_LLM_OPTIONS must be a JSON object of litellm arguments")
     return options
 
 
@@ -82,8 +83,8 @@ def custom_prices() -> dict[str, tuple[float, float]]:
     try:
         return {k: (float(v[0]), float(v[1])) for k, v in json.loads(raw).items()}
     except (ValueError, TypeError, IndexError, AttributeError):
-        raise ValueError('VHD_LLM_PRICES must map models to [prompt, completion] USD per million tokens, '
-                         'e.g. {"openai/local": [0.2, 0.8]}') from None
+        raise UserError('VHD_LLM_PRICES must map models to [prompt, completion] USD per million tokens, '
+                        'e.g. {"openai/local": [0.2, 0.8]}') from None
 
 
 def response_format(schema: dict[str, Any]) -> dict[str, Any]:
@@ -94,13 +95,13 @@ def response_format(schema: dict[str, Any]) -> dict[str, Any]:
         return {"type": "json_schema", "json_schema": {"name": "rendering", "schema": schema}}
     if kind == "json_object":
         return {"type": "json_object", "schema": schema}
-    raise ValueError(f"VHD_LLM_RESPONSE_FORMAT must be json_schema or json_object, got {kind!r}")
+    raise UserError(f"VHD_LLM_RESPONSE_FORMAT must be json_schema or json_object, got {kind!r}")
 
 
 def retries() -> int:
     raw = os.environ.get("VHD_LLM_RETRIES", str(DEFAULT_RETRIES))
     if not raw.isdigit():
-        raise ValueError(f"VHD_LLM_RETRIES must be a non-negative integer, got {raw!r}")
+        raise UserError(f"VHD_LLM_RETRIES must be a non-negative integer, got {raw!r}")
     return int(raw)
 
 

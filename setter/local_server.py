@@ -37,7 +37,6 @@ import atexit
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -46,6 +45,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any, TextIO
+
+from platformkit.processes import free_port, port_free
+from schemas.errors import UserError
 
 MODEL_ALIAS = "gemma-3-270m"
 LITELLM_MODEL = f"openai/{MODEL_ALIAS}"  # the litellm model name for this server
@@ -132,22 +134,6 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def port_in_use(port: int, host: str = HOST) -> bool:
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: TIME_WAIT is not "in use"
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return True
-    return False
-
-
-def free_port(host: str = HOST) -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
 class LocalModelServer:
     """`python -m llama_cpp.server` with gemma-3-270m on 127.0.0.1, started and stopped by this object.
 
@@ -163,7 +149,7 @@ class LocalModelServer:
     def __init__(self, port: int | None = None, n_ctx: int = DEFAULT_N_CTX, n_threads: int | None = None,
                  log_path: str | Path | None = None, start_timeout_s: float = START_TIMEOUT_S):
         if n_ctx < 512:
-            raise ValueError(f"n_ctx must be at least 512 tokens, got {n_ctx}")
+            raise UserError(f"n_ctx must be at least 512 tokens, got {n_ctx}")
         self.requested_port = port
         self.port: int | None = port
         self.n_ctx = n_ctx
@@ -199,8 +185,8 @@ class LocalModelServer:
             raise LocalModelError(f"the local model needs llama-cpp-python[server]: {INSTALL_HINT}")
         gguf = model_path()
         if self.requested_port is None:
-            self.port = free_port()
-        elif port_in_use(self.requested_port):
+            self.port = free_port(HOST)
+        elif not port_free(self.requested_port, HOST, reuse=True):  # TIME_WAIT is not "in use"
             raise LocalModelError(f"port {self.requested_port} on {HOST} is already in use; choose another with "
                                   f"--port")
         if self.log_path is None:

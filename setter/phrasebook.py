@@ -20,6 +20,11 @@ PHRASES_DIR = Path(__file__).parent / "phrases"
 RUNTIME = "_runtime"
 
 
+# the keys of a phrase file (CONTRIBUTING.md documents each; tests/test_docs.py checks it does)
+PHRASE_KEYS = ("title", "goal", "story", "subject", "vocabulary", "estimates", "arguments", "operations",
+               "observations")
+
+
 @cache
 def family_phrases(family: str) -> dict[str, Any]:
     """One family's phrase file (title, goal, subject, argument names, operations); empty if it has none."""
@@ -27,8 +32,7 @@ def family_phrases(family: str) -> dict[str, Any]:
     if not path.exists():
         return {}
     data = json.loads(path.read_text())
-    unknown = set(data) - {"title", "goal", "subject", "arguments", "operations", "observations", "vocabulary",
-                           "story", "estimates"}
+    unknown = set(data) - set(PHRASE_KEYS)
     if unknown:
         raise ValueError(f"{path} has unknown keys {sorted(unknown)}")
     return data

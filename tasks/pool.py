@@ -32,6 +32,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from schemas.errors import UserError
+
 T = TypeVar("T")
 
 # what the fork server imports once, so that each worker it forks starts with the stage code loaded
@@ -143,7 +145,7 @@ def configure(processes: int | None) -> None:
     global _processes
     wanted = default_processes() if processes is None else int(processes)
     if wanted < 0:
-        raise ValueError(f"processes must be 0 or more, got {processes}")
+        raise UserError(f"processes must be 0 or more, got {processes}")
     tune_gc()  # the flow's process runs stages too (all of them without a pool)
     with _lock:
         _stop_locked()  # a new pool adopts the environment as it is now

@@ -16,13 +16,15 @@ import os
 import time
 from pathlib import Path
 
+from schemas.errors import UserError
+
 ENV_DAYS = "VHD_STAGE_CACHE_DAYS"
 DEFAULT_DAYS = 3.0
 RECORD_PREFIX = "vhd-"  # ShardStagePolicy's keys, which Prefect uses as the records' file names
 
 
 def stage_cache_days() -> float:
-    """How many days a stage's persisted result is kept ($VHD_STAGE_CACHE_DAYS, default 3); ValueError in one line
+    """How many days a stage's persisted result is kept ($VHD_STAGE_CACHE_DAYS, default 3); UserError in one line
     when that is not a number of days (0 keeps nothing from an earlier run)."""
     raw = os.environ.get(ENV_DAYS, "").strip()
     if not raw:
@@ -32,7 +34,7 @@ def stage_cache_days() -> float:
     except ValueError:
         days = -1.0
     if not 0 <= days < float("inf"):
-        raise ValueError(f"{ENV_DAYS} must be a number of days, 0 or more (e.g. 3), got {raw!r}")
+        raise UserError(f"{ENV_DAYS} must be a number of days, 0 or more (e.g. 3), got {raw!r}")
     return days
 
 

@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-from envs.checks import sample_spec as make_spec  # noqa: F401 - one environment as the render stage builds it
+from envs.conformance import sample_spec as make_spec  # noqa: F401 - one environment as the render stage builds it

@@ -2,7 +2,8 @@
 
 The layers, lowest first; a module may import from its own package and from lower layers only:
 
-    schemas                      the data's shapes (pydantic models, table schemas)
+    platformkit, schemas         process helpers on the standard library alone (pids, ports, locks); the data's
+                                 shapes (pydantic models, table schemas, the user-error type)
     mechanisms                   the families: sampling, solving, dynamics
     warehouse                    Parquet landing, commits, the catalog
     setter                       renderings of a solved instance (template, LLM client and budget)
@@ -10,7 +11,8 @@ The layers, lowest first; a module may import from its own package and from lowe
     evaluation, reports          libraries over envs and the warehouse: agent episodes, the HTML report
     tasks                        the Prefect tasks: the stages of generation, evaluation, reporting
     flows                        the Prefect flows that wire the tasks
-    serving, integrations        servers and trainer adapters over the environments
+    serving                      the session store and the HTTP and MCP servers over the environments
+    integrations                 trainer adapters (the OpenEnv server is built on serving's session store)
     cli, vhdplay_catalog,        the command line, and the verifiers entry modules
       vhdplay_endless
 
@@ -25,7 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS: list[tuple[str, ...]] = [
-    ("schemas",),
+    ("platformkit", "schemas"),
     ("mechanisms",),
     ("warehouse",),
     ("setter",),
@@ -33,7 +35,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("evaluation", "reports"),
     ("tasks",),
     ("flows",),
-    ("serving", "integrations"),
+    ("serving",),
+    ("integrations",),
     ("cli", "vhdplay_catalog", "vhdplay_endless"),
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

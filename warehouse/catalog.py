@@ -17,6 +17,7 @@ import duckdb
 import pyarrow
 
 from schemas.columns import RENAMED, TABLES, arrow_schema
+from schemas.errors import UserError
 from warehouse.index import StateIndex, current_state, state_index, visible_files_cached
 from warehouse.location import Warehouse
 
@@ -41,7 +42,7 @@ _DERIVED: dict[str, dict[str, str]] = {
 _EXPLAIN = re.compile(r"^\s*explain(\s+analyze)?\s+(.*)$", re.IGNORECASE | re.DOTALL)
 
 
-class QueryError(ValueError):
+class QueryError(UserError):
     """A refused or failed catalog query (one-line message)."""
 
 
@@ -200,7 +201,7 @@ def connect(wh: Warehouse, sql: str | None = None) -> duckdb.DuckDBPyConnection:
     """A private in-memory DuckDB connection with one view per table over the warehouse's visible files.
 
     A table with a damaged file (unreadable, missing, foreign columns) gets a view that fails naming the file
-    when a query reads it; the other tables answer (see warehouse.maintenance for why it refuses). Damage and
+    when a query reads it; the other tables answer (see warehouse.visibility for why it refuses). Damage and
     repeated landings come from the state index (warehouse.index), built once per warehouse state. Given the
     query `sql`, only the tables it names get views over their files (the others are empty).
     """

@@ -1,7 +1,7 @@
 """Where landed files live, how they are written and how a run makes them visible: shard paths, the Parquet
 layout, atomic writes and commit markers.
 
-Readers (the catalog, maintenance) import this module without pandas or pandera; ``warehouse.landing`` validates
+Readers (the catalog, visibility) import this module without pandas or pandera; ``warehouse.landing`` validates
 frames and writes them as Parquet.
 """
 

@@ -4,7 +4,7 @@ A *state* is the set of visible files of every table with each file's size and m
 locally, ETag on S3), so any landing, compaction, deletion or damage to a file is a new state. For a state the
 index records
 
-- the damaged files (``warehouse.maintenance.damaged_files``: unreadable, missing, foreign columns), and
+- the damaged files (``warehouse.visibility.damaged_files``: unreadable, missing, foreign columns), and
 - the files written before columns were added to their table, with the columns each lacks (``lacking``), so the
   views read the other files without reconciling schemas, and the old names of renamed columns such a file holds
   (``renamed``: environments.difficulty, read as tier), and
@@ -155,13 +155,13 @@ def _store(wh: Warehouse, kind: str, key: str, data: bytes) -> None:
 
 
 def visible_files_cached(wh: Warehouse) -> dict[str, list[str]]:
-    """The visible files of every table (as ``maintenance.visible_files``), read from the markers' cached listing.
+    """The visible files of every table (as ``visibility.visible_files``), read from the markers' cached listing.
 
     The listing is keyed by every marker's name and stamp, so a new, rewritten or removed marker is a new key; a
     bad marker is never cached (``visible_files`` raises its one-line error).
     """
     from warehouse.commits import COMMITS_DIR
-    from warehouse.maintenance import visible_files
+    from warehouse.visibility import visible_files
 
     wh.fs.invalidate_cache()
     try:
@@ -195,7 +195,7 @@ def state_index(wh: Warehouse, files: dict[str, list[str]], con: duckdb.DuckDBPy
 
     `state` is ``current_state(wh, files)`` when the caller has it already.
     """
-    from warehouse.maintenance import inspect_files
+    from warehouse.visibility import inspect_files
 
     key, on_disk = state or current_state(wh, files)
     index = _read(wh, key)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import fsspec
 
+from schemas.errors import UserError
+
 ENV_LOCATION = "VHD_WAREHOUSE"
 ENV_S3_ENDPOINTS = ("VHD_S3_ENDPOINT_URL", "AWS_ENDPOINT_URL")  # first one set wins
 DEFAULT_LOCATION = "vhd_warehouse"  # not "warehouse": that is the package in a checkout
@@ -16,7 +18,7 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://(.*)$", re.DOTALL)
 _BUCKET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 
 
-class WarehouseError(ValueError):
+class WarehouseError(UserError):
     """A malformed warehouse location, an invalid frame, or a failed landing (one-line message)."""
 
 

@@ -1,18 +1,8 @@
-"""Warehouse upkeep: which files are visible, which are damaged, `vhd warehouse check` and `compact`.
+"""Warehouse upkeep: `vhd warehouse check`, `clean` and `compact`, and the compaction lock. Which files a query sees
+and which are damaged is the visibility model (warehouse.visibility), which every query uses.
 
-**Damaged files refuse, they are not skipped.** A committed file that cannot be read (garbage bytes under a
-committed name, a file cut in half), that is missing, or whose columns do not belong to its table makes every
-query that reads *that table* fail with one line naming the file(s) and pointing at ``vhd warehouse check``.
-Queries over the other tables still answer. Answering from the rest was rejected: a count, a cost sum or a
-selection of ids computed without one file's rows is a wrong answer that looks right, and a warning on stderr is
-lost the moment the output is piped into a script or a training job. The repair (restore or re-land the file, or
-re-run the night) is visible in ``vhd warehouse check``.
-
-**Visibility.** A file is visible when a commit marker (``_commits/date=D/*.json``) lists it and no later
-compaction marker replaced that listing. A compaction marker lists its merged files under ``files`` and the
-``[marker, path]`` pairs it replaces under ``replaces``: writing that one marker (atomically) switches readers
-from the old files to the merged one, so a reader sees one or the other, never both or neither. A listing of the
-same path by a marker written after the compaction is not replaced. Old files are deleted after the marker; a
+**Compaction.** A compaction merges a partition's visible files into one and publishes it with one compaction
+marker, which replaces the merged files' listings (warehouse.visibility). Old files are deleted after the marker; a
 query that listed the markers just before and then misses a deleted file runs once more (``catalog.run_query``).
 Compaction may run beside generation runs, but not beside another compaction of the same warehouse: two
 compactions that saw different listings would each publish a merged copy of the rows both saw.
@@ -23,18 +13,12 @@ query, so ``check`` reports them as leftovers (a line of their own, exit code 0 
 ``clean`` deletes those older than ``CLEAN_MIN_AGE_HOURS`` (24 h: longer than any run takes to land and commit,
 so the files of a run still in progress are never touched), and files a compaction replaced that are still
 present. Only one compaction runs at a time: it holds ``_compaction.lock`` (see ``compaction_lock``).
-
-**Schema evolution.** A file may lack columns that were added to its table later (they read as nulls); it must
-hold its table's key column, and every column it holds must be one of the table's, with the table's type. A column
-renamed since the file was written (``schemas.columns.RENAMED``, e.g. environments.difficulty -> tier) is read
-under its current name.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import functools
 import hashlib
 import json
 import os
@@ -49,9 +33,19 @@ import duckdb
 import pyarrow
 import pyarrow.parquet as pq
 
+from platformkit.processes import create_exclusive, holder_gone
 from schemas.columns import RENAMED, TABLES, arrow_schema
 from warehouse.commits import COMMITS_DIR, committed_shards, parquet_bytes, write_atomically
 from warehouse.location import Warehouse, WarehouseError
+from warehouse.visibility import (
+    connection,
+    damaged_files,
+    listings,
+    literal,
+    read_markers,
+    table_files_on_disk,
+    visible_files,
+)
 
 COMPACTION_PREFIX = "compaction-"
 _SHOWN = 20
@@ -60,180 +54,12 @@ LOCK_NAME = "_compaction.lock"
 S3_LOCK_STALE_SECONDS = 6 * 3600  # an S3 lock older than this is taken over (its compaction died)
 
 
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _one_line(error: BaseException) -> str:
-    return " ".join(str(error).split()) or type(error).__name__
-
-
-def read_markers(wh: Warehouse) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """Every commit marker by its name relative to the commits directory, and one problem line per bad marker."""
-    wh.fs.invalidate_cache()
-    markers, problems = {}, []
-    for path in sorted(wh.fs.glob(wh.path(f"{COMMITS_DIR}/date=*/*.json"))):
-        name = path[len(wh.path(COMMITS_DIR)) + 1 :]
-        try:
-            marker = json.loads(wh.fs.cat_file(path))
-            if not isinstance(marker, dict) or not isinstance(marker.get("files", {}), dict):
-                raise ValueError("not a commit marker object")
-            markers[name] = marker
-        except (OSError, ValueError) as error:
-            problems.append(f"commit marker {wh.url_of(path)} is unreadable ({_one_line(error)}); remove or rewrite it")
-    return markers, problems
-
-
-def _listings(markers: dict[str, dict[str, Any]]) -> tuple[set[tuple[str, str, str]], set[tuple[str, str]]]:
-    """All (marker, table, relative path) listings, and the (marker, path) pairs replaced by compactions."""
-    listed, replaced = set(), set()
-    for name, marker in markers.items():
-        for table, paths in marker.get("files", {}).items():
-            listed.update((name, table, path) for path in paths)
-        replaced.update((pair[0], pair[1]) for pair in marker.get("replaces", []))
-    return listed, replaced
-
-
-def visible_files(wh: Warehouse, markers: dict[str, dict[str, Any]] | None = None) -> dict[str, list[str]]:
-    """The visible files of every table (relative paths, sorted): listed by a marker and not replaced."""
-    if markers is None:
-        markers, problems = read_markers(wh)
-        if problems:
-            raise WarehouseError(problems[0])
-    listed, replaced = _listings(markers)
-    visible: dict[str, set[str]] = {table: set() for table in TABLES}
-    for name, table, path in listed:
-        if (name, path) not in replaced and table in visible:
-            visible[table].add(path)
-    return {table: sorted(paths) for table, paths in visible.items()}
-
-
-def _kind(physical: str | None, logical: str | None, converted: str | None) -> str:
-    """A Parquet column's type as one word comparable with the table schema."""
-    logical, converted = logical or "", converted or ""
-    if physical == "BYTE_ARRAY" and ("String" in logical or converted == "UTF8"):
-        return "string"
-    if physical == "INT64" and ("Timestamp" in logical or converted.startswith("TIMESTAMP")):
-        return "timestamp"
-    return {"INT64": "int64", "DOUBLE": "double", "BOOLEAN": "bool"}.get(physical or "", f"{physical} {logical}")
-
-
-@functools.cache
-def _expected(table: str) -> dict[str, str]:
-    kinds = {pyarrow.string(): "string", pyarrow.int64(): "int64", pyarrow.float64(): "double",
-             pyarrow.bool_(): "bool"}
-    return {f.name: kinds.get(f.type, "timestamp" if pyarrow.types.is_timestamp(f.type) else str(f.type))
-            for f in arrow_schema(table)}
-
-
-def _schema_problem(table: str, columns: dict[str, str]) -> str | None:
-    """Why a file's columns do not belong to its table, or None."""
-    expected = _expected(table)
-    key = next(iter(expected))
-    if key not in columns:
-        return f"lacks the key column {key} of table {table}"
-    renamed = RENAMED.get(table, {})
-    for name, kind in columns.items():
-        current = renamed.get(name, name)
-        if current not in expected:
-            return f"has column {name}, which table {table} does not have"
-        if kind != expected[current]:
-            return f"column {name} is {kind}, table {table} has {expected[current]}"
-    return None
-
-
-def _schemas(con: duckdb.DuckDBPyConnection, urls: list[str]) -> dict[str, dict[str, str]]:
-    """Each file's columns and their kinds, read from the Parquet footers in one DuckDB call."""
-    rows = con.execute(
-        "SELECT file_name, name, type, logical_type, converted_type, num_children FROM parquet_schema("
-        f"[{', '.join(_literal(url) for url in urls)}])"
-    ).fetchall()
-    schemas: dict[str, dict[str, str]] = {url: {} for url in urls}
-    for file_name, name, physical, logical, converted, children in rows:
-        if physical is None and children:  # the root of the schema tree
-            continue
-        schemas.setdefault(file_name, {})[name] = _kind(physical, logical, converted)
-    return schemas
-
-
-def inspect_files(
-    wh: Warehouse, files: dict[str, list[str]], con: duckdb.DuckDBPyConnection | None = None,
-    present: dict[str, set[str]] | None = None,
-) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, list[str]]], dict[str, dict[str, list[str]]]]:
-    """The damaged files among ``files`` (table -> relative paths) and the sound ones that lack columns.
-
-    Returns (table -> {relative path: reason}, table -> {relative path: the table's columns it lacks}, table ->
-    {relative path: the old names of renamed columns it holds}); a file lacks columns when it was written before
-    they were added or renamed (``schemas.columns.RENAMED``). ``present`` (table -> relative paths that exist)
-    saves listing the table folders again.
-    """
-    own = con is None
-    con = con or _connection(wh)
-    damaged: dict[str, dict[str, str]] = {}
-    lacking: dict[str, dict[str, list[str]]] = {}
-    old_names: dict[str, dict[str, list[str]]] = {}
-    try:
-        for table, paths in files.items():
-            if not paths:
-                continue
-            existing = present[table] if present is not None else set(_table_files_on_disk(wh, table))
-            for path in paths:
-                if path not in existing:
-                    damaged.setdefault(table, {})[path] = "committed but missing"
-            readable = [path for path in paths if path in existing]
-            urls = {wh.url_of(wh.path(path)): path for path in readable}
-            try:
-                schemas = _schemas(con, list(urls))
-            except duckdb.Error:  # one or more unreadable footers: find them one by one
-                schemas = {}
-                for url, path in urls.items():
-                    try:
-                        schemas.update(_schemas(con, [url]))
-                    except duckdb.Error as error:
-                        damaged.setdefault(table, {})[path] = f"unreadable: {_one_line(error)}"
-            for url, columns in schemas.items():
-                if url not in urls:
-                    continue
-                problem = _schema_problem(table, columns)
-                if problem:
-                    damaged.setdefault(table, {})[urls[url]] = f"schema mismatch: {problem}"
-                elif missing := [name for name in _expected(table) if name not in columns]:
-                    lacking.setdefault(table, {})[urls[url]] = missing
-                    if held := sorted(old for old in RENAMED.get(table, {}) if old in columns):
-                        old_names.setdefault(table, {})[urls[url]] = held
-    finally:
-        if own:
-            con.close()
-    return damaged, lacking, old_names
-
-
-def damaged_files(
-    wh: Warehouse, files: dict[str, list[str]], con: duckdb.DuckDBPyConnection | None = None,
-    present: dict[str, set[str]] | None = None,
-) -> dict[str, dict[str, str]]:
-    """The damaged files among ``files`` (table -> relative paths): table -> {relative path: reason}."""
-    return inspect_files(wh, files, con, present)[0]
-
-
-def _connection(wh: Warehouse) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect(":memory:")
-    if not wh.is_local:
-        con.register_filesystem(wh.fs)
-    return con
-
-
-def _table_files_on_disk(wh: Warehouse, table: str) -> list[str]:
-    if not wh.fs.exists(wh.path(table)):
-        return []
-    return sorted(wh.strip(p)[len(wh.root) + 1 :] for p in wh.fs.find(wh.path(table)))
-
-
 def _duplicate_keys(con: duckdb.DuckDBPyConnection, wh: Warehouse, table: str, paths: list[str]) -> list[str]:
     """One line per key value held by more than one visible file of a table."""
     if len(paths) < 2:
         return []
     key = arrow_schema(table)[0].name
-    urls = ", ".join(_literal(wh.url_of(wh.path(p))) for p in paths)
+    urls = ", ".join(literal(wh.url_of(wh.path(p))) for p in paths)
     rows = con.execute(
         f'SELECT "{key}", list(DISTINCT filename ORDER BY filename) FROM read_parquet([{urls}], filename=true, '
         f'union_by_name=true) GROUP BY ALL HAVING count(DISTINCT filename) > 1 ORDER BY 1'
@@ -269,12 +95,12 @@ def leftover_files(wh: Warehouse, markers: dict[str, dict[str, Any]] | None = No
     if markers is None:
         markers, _ = read_markers(wh)
     visible = visible_files(wh, markers)
-    listed, replaced = _listings(markers)
+    listed, replaced = listings(markers)
     listed_paths = {path for _, _, path in listed}
     superseded = {path for _, path in replaced} - {p for paths in visible.values() for p in paths}
     found: dict[str, str] = {}
     for table in TABLES:
-        for path in _table_files_on_disk(wh, table):
+        for path in table_files_on_disk(wh, table):
             if ".tmp-" in posixpath.basename(path):
                 found[wh.path(path)] = "temporary"
             elif path in superseded:
@@ -299,7 +125,7 @@ def inspect(wh: Warehouse) -> tuple[list[str], list[str]]:
     visible = visible_files(wh, markers)
     leftovers = [f"leftover: file {wh.url_of(path)} {_LEFTOVER_WHY[kind]}"
                  for path, kind in sorted(leftover_files(wh, markers).items())]
-    con = _connection(wh)
+    con = connection(wh)
     try:
         damaged = damaged_files(wh, visible, con)
         for table, files in damaged.items():
@@ -338,16 +164,6 @@ class CompactionRunning(WarehouseError):
     """Another compaction of the same warehouse holds the lock."""
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 @contextlib.contextmanager
 def compaction_lock(wh: Warehouse):
     """Hold the warehouse's compaction lock, or raise CompactionRunning (one line) when another compaction holds it.
@@ -362,20 +178,14 @@ def compaction_lock(wh: Warehouse):
     if wh.is_local:
         wh.fs.makedirs(wh.root, exist_ok=True)
         for _ in range(2):
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                holder = _read_lock(wh)
-                stale = holder is not None and holder.get("host") == token["host"] and isinstance(
-                    holder.get("pid"), int) and not _pid_alive(holder["pid"])
-                if stale:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(path)
-                    continue
-                raise CompactionRunning(_running_line(wh, holder)) from None
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            break
+            if create_exclusive(path, data):
+                break
+            holder = _read_lock(wh)
+            if holder_gone(holder, token["host"]):  # its process on this host is gone: take the lock over
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+                continue
+            raise CompactionRunning(_running_line(wh, holder))
         else:
             raise CompactionRunning(_running_line(wh, _read_lock(wh)))
     else:
@@ -456,7 +266,7 @@ def _compact(wh: Warehouse, min_files: int) -> list[str]:
     if problems:
         raise WarehouseError(problems[0])
     visible = visible_files(wh, markers)
-    listed, _ = _listings(markers)
+    listed, _ = listings(markers)
     damaged = damaged_files(wh, visible)
     if damaged:
         lines = [f"{wh.url_of(wh.path(p))} ({why})" for files in damaged.values() for p, why in sorted(files.items())]
@@ -499,7 +309,7 @@ def _compact(wh: Warehouse, min_files: int) -> list[str]:
     # delete every replaced file that no marker shows any more (this run's inputs, or an interrupted run's)
     markers, _ = read_markers(wh)
     still = {p for paths in visible_files(wh, markers).values() for p in paths}
-    _, replaced = _listings(markers)
+    _, replaced = listings(markers)
     for path in sorted({p for _, p in replaced} - still):
         if wh.fs.exists(wh.path(path)):
             wh.fs.rm(wh.path(path))

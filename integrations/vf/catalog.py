@@ -8,6 +8,7 @@ import verifiers.v1 as vf
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from integrations.vf.common import VhdTask, VhdTaskConfig, task_of
+from schemas.errors import UserError
 from schemas.tiers import TIERS
 
 
@@ -46,14 +47,14 @@ class VhdCatalogConfig(vf.TasksetConfig):
     @classmethod
     def _tier(cls, value: str | None) -> str | None:
         if value is not None and value not in TIERS:
-            raise ValueError(f"unknown tier {value!r}; choose one of {', '.join(TIERS)}")
+            raise UserError(f"unknown tier {value!r}; choose one of {', '.join(TIERS)}")
         return value
 
     @field_validator("limit")
     @classmethod
     def _limit(cls, value: int | None) -> int | None:
         if value is not None and value < 1:
-            raise ValueError(f"limit must be at least 1, got {value}")
+            raise UserError(f"limit must be at least 1, got {value}")
         return value
 
     @model_validator(mode="after")
@@ -71,16 +72,16 @@ class VhdCatalogConfig(vf.TasksetConfig):
             try:
                 wh = check_readable(self.warehouse)
             except WarehouseError as error:
-                raise ValueError(f"{str(error).split(';')[0]}; set warehouse (--env.taskset.warehouse) or "
-                                 "$VHD_WAREHOUSE to a catalog that vhd generate made") from None
+                raise UserError(f"{str(error).split(';')[0]}; set warehouse (--env.taskset.warehouse) or "
+                                "$VHD_WAREHOUSE to a catalog that vhd generate made") from None
             try:
                 count = selected_count(selection, wh)
             except BadPredicate:
                 raise
-            except ValueError as error:  # QueryError: a column the catalog lacks, a type that does not compare
-                raise ValueError(f"where {selection!r} does not run on the catalog: {error}") from None
+            except UserError as error:  # QueryError: a column the catalog lacks, a type that does not compare
+                raise UserError(f"where {selection!r} does not run on the catalog: {error}") from None
             if count == 0:
-                raise ValueError(f"no environment matches {selection!r} in the catalog; widen where (or tier)")
+                raise UserError(f"no environment matches {selection!r} in the catalog; widen where (or tier)")
         self.task = self.task.model_copy(update={"served_where": selection, "served_warehouse": self.warehouse})
         return self
 
@@ -95,7 +96,7 @@ def parse_modes(text: str) -> list[str]:
     modes = list(MODES) if text == "all" else [m.strip() for m in text.split(",") if m.strip()]
     for mode in modes or [text]:
         if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}, comma-separated, or all")
+            raise UserError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}, comma-separated, or all")
     return modes
 
 
@@ -106,11 +107,11 @@ class VhdCatalogTaskset(vf.Taskset[VhdTask, VhdCatalogConfig]):
         config = self.config
         modes = parse_modes(config.mode)
         if config.tier is not None and config.tier not in TIERS:
-            raise ValueError(f"unknown tier {config.tier!r}; choose one of {', '.join(TIERS)}")
+            raise UserError(f"unknown tier {config.tier!r}; choose one of {', '.join(TIERS)}")
         where = config.selection()
         specs = select_specs(where, config.limit, config.warehouse, config.seed)
         if not specs:
-            raise ValueError(f"no environment matches {where!r} in the catalog")
+            raise UserError(f"no environment matches {where!r} in the catalog")
         for spec in specs:
             for mode in modes:
                 yield task_of(spec, mode, config.task,

@@ -1,25 +1,17 @@
-"""The task, state and data shared by the catalog and endless tasksets (needs the `verifiers` extra)."""
+"""The task and data shared by the catalog and endless tasksets (needs the `verifiers` extra)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import verifiers.v1 as vf
-from pydantic import Field
 from verifiers.v1.mcp import ToolsetConfig
 
 from envs.environment import Environment
 from integrations.rows import FIRST_USER_MESSAGE
+from integrations.vf.state import VhdState
 from schemas.envspec import MODES, EnvSpec
-
-
-class VhdState(vf.State):
-    """One rollout's episode as its toolset reports it after every call."""
-
-    calls: list[dict[str, Any]] = Field(default_factory=list)
-    turns: int = 0
-    errors: int = 0
-    done: bool = False
+from schemas.errors import UserError
 
 
 class VhdData(vf.TaskData):
@@ -106,7 +98,7 @@ class VhdTask(vf.Task[VhdData, VhdState, VhdTaskConfig]):
 def task_of(spec: EnvSpec, mode: str, config: VhdTaskConfig, seed: int | None = None,
             sample_seed: int | None = None) -> VhdTask:
     if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        raise UserError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     env = Environment(spec, mode)
     tier = spec.difficulty.tier if spec.difficulty else None
     data = VhdData(id=f"{spec.env_id}/{mode}", name=f"{spec.family}/{spec.env_id}/{mode}", prompt=FIRST_USER_MESSAGE,

@@ -10,6 +10,7 @@ import verifiers.v1 as vf
 from pydantic import field_validator
 
 from integrations.vf.common import VhdTask, VhdTaskConfig, task_of
+from schemas.errors import UserError
 
 
 class VhdEndlessConfig(vf.TasksetConfig):
@@ -38,7 +39,7 @@ class VhdEndlessConfig(vf.TasksetConfig):
         from schemas.tiers import TIERS
 
         if value is not None and value not in TIERS:
-            raise ValueError(f"unknown tier {value!r}; choose one of {', '.join(TIERS)}")
+            raise UserError(f"unknown tier {value!r}; choose one of {', '.join(TIERS)}")
         return value
 
     @field_validator("mode")
@@ -47,14 +48,14 @@ class VhdEndlessConfig(vf.TasksetConfig):
         from schemas.envspec import MODES
 
         if value not in MODES:
-            raise ValueError(f"unknown mode {value!r}; choose one of {', '.join(MODES)}")
+            raise UserError(f"unknown mode {value!r}; choose one of {', '.join(MODES)}")
         return value
 
     @field_validator("start_seed")
     @classmethod
     def _start_seed(cls, value: int) -> int:
         if value < 0:
-            raise ValueError(f"start_seed must be a non-negative integer, got {value}")
+            raise UserError(f"start_seed must be a non-negative integer, got {value}")
         return value
 
 

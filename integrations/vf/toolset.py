@@ -11,7 +11,7 @@ from mcp.types import CallToolResult, TextContent, Tool
 from verifiers.v1.mcp import Toolset, ToolsetConfig
 
 from envs.environment import Environment
-from integrations.vf.common import VhdState
+from integrations.vf.state import VhdState
 from schemas.envspec import EnvSpec
 
 

@@ -8,7 +8,7 @@ import pytest
 
 import mechanisms
 from envs.admission import admit
-from envs.checks import render_in
+from envs.conformance import render_in
 from envs.lint import GENERIC_WORDS, LintError, defects, lint
 from setter.corpus import load_corpus, passage_by_id, passages_for
 from setter.grammar import number_residue

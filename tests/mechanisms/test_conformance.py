@@ -1,10 +1,11 @@
-"""Every registered family passes the family checker (envs.checks.check_family), one check at a time.
+"""Every registered family passes the family conformance suite (envs.conformance.check_family), one check at a time.
 
 The checks: determinism of sampling, the solver against an independent method (tests/mechanisms/references/), the
 exact replay of the optimal actions, u* above the default, idle, baselines and random play, the default's band,
 admission and the anchors in every mode, tool-call and action fuzzing, the frontier budget, every cell of the grid,
-parameters as data, the declarations, the operations' schema and the phrase file. A family's own test file keeps only
-what is particular to the family.
+parameters as data, the declarations, the operations' schema, the phrase file and the corpus's domains (at least 20).
+A family's own test file keeps only what is particular to the family; a rule every family must satisfy lives here,
+in envs.conformance, and nowhere else.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import importlib
 import pytest
 
 import mechanisms
-from envs.checks import FAMILY_CHECKS, check_family
+from envs.conformance import FAMILY_CHECKS, check_family
 
 FAMILIES = [m.id for m in mechanisms.families()]
 

@@ -173,47 +173,6 @@ def test_params_from_data_defaults_the_sticker_to_the_values():
     assert p.sticker_values == [1.0, 2.0]
 
 
-def _random_args(rng: np.random.Generator, op) -> dict:
-    args = {}
-    for name, spec in op.args.items():
-        roll = rng.random()
-        if roll < 0.1:
-            continue
-        if roll < 0.2:
-            odd = ["x", None, True, [1], {"a": 1}]
-            args[name] = odd[int(rng.integers(len(odd)))] if roll < 0.15 else "7"
-        elif roll < 0.3:
-            args[name] = float(rng.uniform(-5, spec.maximum + 5))
-        else:
-            args[name] = int(rng.integers(int(spec.minimum) - 2, int(spec.maximum) + 3))
-    if rng.random() < 0.05:
-        args["extra"] = 1
-    return args
-
-
-def test_a_thousand_random_actions_raise_nothing_but_action_error():
-    rng = np.random.default_rng(3)
-    p = _sample(5, 10, 3)
-    ops = [*M.operations(p), *M.operations(p)[:2]]
-    state = M.initial_state(p)
-    u_star = M.solve(p).u_star
-    errors = 0
-    for _ in range(1000):
-        if M.finished(state) or rng.random() < 0.01:
-            state = M.initial_state(p)
-        op = ops[int(rng.integers(len(ops)))] if rng.random() > 0.03 else None
-        action = Action(op=op.name if op else "bogus", args=_random_args(rng, op) if op else {})
-        before = copy.deepcopy(state)
-        try:
-            json.dumps(M.apply(p, state, action))
-        except ActionError:
-            errors += 1
-            assert state == before
-        json.dumps(state)
-        assert 0.0 <= M.utility(p, state) <= u_star + 1e-9
-    assert 0 < errors < 1000
-
-
 @pytest.mark.parametrize("size, dims", [(12, 3), (16, 5), (20, 11)])
 def test_the_enumeration_matches_highs_milp_on_larger_instances(size, dims):
     from scipy.optimize import Bounds, LinearConstraint, milp

@@ -437,8 +437,8 @@ def test_decisions_state_what_happened_and_every_ending_states_the_deal():
 
 @pytest.mark.parametrize("ending", ["deal", "walk away", "turns run out"])
 def test_every_ending_shows_the_outcome_through_the_tools(ending):
+    from envs.admission import decision_leaks
     from envs.agents import tool_call
-    from envs.checks import decision_leaks
 
     spec = make_spec("negotiation", 2, tier="frontier")
     p = M.params_from_data(spec.params)

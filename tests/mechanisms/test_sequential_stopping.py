@@ -183,12 +183,8 @@ def test_online_policy_accepts_at_the_threshold_and_walks_when_waiting_does_not_
     assert M.solve(r).u_star == 20.0 and M.solve(r).facts["hindsight_round"] == 3
 
 
-def test_same_seed_and_data_round_trip():
-    for i in range(5):
-        assert _sample(i) == _sample(i)
-        assert M.params_from_data(_sample(i).model_dump()) == _sample(i)
-        assert M.params_from_data(json.loads(json.dumps(_sample(i).model_dump()))) == _sample(i)
-    assert _sample(0) != _sample(1)
+def test_the_posted_best_defaults_to_the_best_offer_value():
+    """Without posted figures in the data, the family posts its own (determinism and data round trips: conformance)."""
     p = M.params_from_data({"offer_values": [1, 2], "offer_probabilities": [0.5, 0.5], "offers": [1],
                             "waiting_cost": 0, "fallback": 0})
     assert p.posted_best == 2.0

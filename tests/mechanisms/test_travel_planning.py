@@ -11,7 +11,7 @@ import pytest
 
 import mechanisms
 from envs.agents import tool_call
-from envs.checks import sample_spec
+from envs.conformance import sample_spec
 from envs.environment import ENDING_KEY, Environment
 from mechanisms import players
 from mechanisms.base import ActionError

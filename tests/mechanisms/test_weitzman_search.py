@@ -198,12 +198,8 @@ def test_a_redraw_draws_every_prize_anew_from_its_box_and_keeps_the_rest():
     assert abs(online.mean() - expected) <= 4 * online.std() / np.sqrt(len(online))
 
 
-def test_same_seed_and_data_round_trip():
-    for i in range(5):
-        assert _sample(i) == _sample(i)
-        assert M.params_from_data(_sample(i).model_dump()) == _sample(i)
-        assert M.params_from_data(json.loads(json.dumps(_sample(i).model_dump()))) == _sample(i)
-    assert _sample(0) != _sample(1)
+def test_the_posted_prizes_default_to_the_expected_prizes():
+    """Without posted figures in the data, the family posts its own (determinism and data round trips: conformance)."""
     p = M.params_from_data({"costs": [1, 2], "prize_values": [[0, 10], [4]], "prize_probabilities": [[0.5, 0.5], [1]],
                             "prizes": [10, 4]})
     assert p.posted_prizes == [5.0, 4.0]

@@ -32,7 +32,7 @@ def test_readers_import_neither_pandas_nor_pandera():
     import subprocess
     import sys
 
-    code = ("import sys, warehouse.catalog, warehouse.maintenance, warehouse.index, cli.main; "
+    code = ("import sys, warehouse.catalog, warehouse.maintenance, warehouse.visibility, warehouse.index, cli.main; "
             "print(sorted(m for m in ('pandas', 'pandera', 'dask', 'prefect') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

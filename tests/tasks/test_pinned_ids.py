@@ -55,15 +55,49 @@ def current() -> dict[str, dict]:
     return {"default": landed_ids(**PLAN), "hard": landed_ids(**HARD_PLAN), "operations": operation_fingerprints()}
 
 
+REPIN = ".venv/bin/python tests/tasks/test_pinned_ids.py --write"
+
+
+def changed_families(pinned: dict[str, dict], now: dict[str, dict]) -> dict[str, list[str]]:
+    """Per family whose output differs from the pinned one, what differs: its operations, or the landed ids of a
+    shard of a plan (a shard key starts with its family's id)."""
+    changed: dict[str, list[str]] = {}
+    for family in sorted(set(pinned["operations"]) | set(now["operations"])):
+        if pinned["operations"].get(family) != now["operations"].get(family):
+            changed.setdefault(family, []).append("its operations")
+    for plan in ("default", "hard"):
+        for shard in sorted(set(pinned[plan]) | set(now[plan])):
+            if pinned[plan].get(shard) != now[plan].get(shard):
+                changed.setdefault(shard.split("-")[0], []).append(f"the {plan} plan's shard {shard}")
+    return changed
+
+
+def remedy(changed: dict[str, list[str]]) -> str:
+    """One line: which families changed, what changed, and what to do about it."""
+    what = "; ".join(f"{family} ({', '.join(where)})" for family, where in changed.items())
+    return (f"the output of {', '.join(changed)} changed: {what}; fix: if you changed a family's sampler, solver, "
+            f"dynamics, tools or phrases on purpose, bump its `version` in mechanisms/<family>.py and re-pin with "
+            f"`{REPIN}`; otherwise it is a bug (a change to shared code, such as mechanisms/_jobs.py, setter/ or "
+            "envs/, changes every family it feeds)")
+
+
 def test_a_small_plan_lands_the_pinned_environment_ids():
     pinned = json.loads(PINNED.read_text())
     now = current()
-    for family, fingerprint in pinned["operations"].items():
-        assert now["operations"].get(family) == fingerprint, f"{family}: its operations changed"
-    for plan in ("default", "hard"):
-        for shard, ids in pinned[plan].items():
-            assert now[plan].get(shard) == ids, f"{plan} plan, shard {shard}: the landed ids changed"
-    assert now == pinned
+    changed = changed_families(pinned, now)
+    assert not changed, remedy(changed)
+    assert now == pinned, f"the pinned file's layout changed; fix: re-pin with `{REPIN}`"
+
+
+def test_the_failure_names_the_families_that_changed_and_the_remedy():
+    pinned = {"operations": {"knapsack": "a", "lp": "b"}, "default": {"lp-train-0000-x": ["lp-1"]},
+              "hard": {"knapsack-train-0000-y": ["knapsack-2"]}}
+    now = {"operations": {"knapsack": "a", "lp": "c"}, "default": {"lp-train-0000-x": ["lp-3"]},
+           "hard": {"knapsack-train-0000-y": ["knapsack-2"]}}
+    changed = changed_families(pinned, now)
+    assert changed == {"lp": ["its operations", "the default plan's shard lp-train-0000-x"]}
+    message = remedy(changed)
+    assert message.startswith("the output of lp changed: ") and "bump its `version`" in message and REPIN in message
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:

@@ -81,7 +81,8 @@ def test_a_shard_that_runs_out_of_instances_makes_the_run_partial_and_says_why(t
                       size=60, horizon=16)
     result = run_shard(shard)
     assert result.short_by == 2 and not result.admitted
-    assert {a.reason for a in result.attempts} == {"structure: an instruction text is longer than 6000 characters"}
+    assert {a.reason.partition("; fix: ")[0] for a in result.attempts} == {
+        "structure: an instruction text is longer than 6000 characters"}
     summary = commit(str(tmp_path), "run-short", None, shard.date, {"count": 2},
                      [land_result(str(tmp_path), result, "run-short")], 0, [], dt.datetime.now(dt.UTC))
     assert summary["status"] == "partial" and "2 environment(s) short" in summary["error"]

@@ -97,7 +97,8 @@ def test_files_lacking_different_columns_read_together(tmp_path):
 
 def test_columns_derived_for_older_files_equal_the_landed_ones_and_compaction_writes_them(tmp_path):
     from tests.support import make_spec
-    from warehouse.maintenance import compact, visible_files
+    from warehouse.maintenance import compact
+    from warehouse.visibility import visible_files
 
     wh = resolve_warehouse(str(tmp_path / "wh"))
     specs = [make_spec(family, i) for i, family in enumerate(["knapsack", "routing", "lp", "qp", "negotiation"])]

@@ -21,7 +21,8 @@ from tests.warehouse.test_landing import DATE, environments_frame
 from warehouse.catalog import run_query
 from warehouse.landing import commit_run, land
 from warehouse.location import resolve_warehouse
-from warehouse.maintenance import CompactionRunning, compact, compaction_lock, inspect, visible_files
+from warehouse.maintenance import CompactionRunning, compact, compaction_lock, inspect
+from warehouse.visibility import visible_files
 
 
 def _age(path: Path, hours: float) -> None:

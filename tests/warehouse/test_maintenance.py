@@ -17,8 +17,9 @@ from tests.warehouse.test_landing import DATE, environments_frame
 from warehouse.catalog import QueryError, run_query
 from warehouse.landing import commit_run, land
 from warehouse.location import resolve_warehouse
-from warehouse.maintenance import check, compact, visible_files
+from warehouse.maintenance import check, compact
 from warehouse.reports import REPORTS
+from warehouse.visibility import visible_files
 
 DATES = ("2026-06-01", "2026-06-02")
 SELECTIONS = [
