@@ -23,6 +23,10 @@ def cmd_export(args) -> int:
     fmt = args.format or next((f for f in EXPORT_FORMATS if str(args.out).endswith(f".{f}")), EXPORT_FORMATS[0])
     modes = parse_modes(args.mode)
     specs = select_specs(args.where, args.limit, wh, args.seed)  # --limit: a seeded sample, stratified by family
+    if not specs:
+        from schemas.errors import UserError
+
+        raise UserError(f"no environment matches --where {args.where!r}: nothing to export; widen --where")
     rows = export_rows(specs, modes)
     path = write_rows(rows, args.out, fmt)
     print(f"wrote {len(rows)} row(s) ({len(specs)} environment(s) x {len(modes)} mode(s)) to {path} as {fmt}")

@@ -272,6 +272,8 @@ def write_trainer_rows(rows: list[dict[str, Any]], out: str | Path, fmt: str) ->
     """trl / skyrl: one file (.parquet, else JSON lines); hf: a dataset folder, one file per family and split, the
     configurations `default` (every family) and one per family over those files, and the dataset card."""
     out = Path(out)
+    if not rows:  # an empty file (a Parquet file without columns) would load as no dataset at all
+        raise UserError("no row to export: the selection is empty; widen --where (or --mode)")
     if fmt != "hf":
         out.parent.mkdir(parents=True, exist_ok=True)
         _write_file(rows, out)

@@ -8,7 +8,6 @@ given the parameters, so replaying the optimal actions reproduces u* exactly.
 from __future__ import annotations
 
 import functools
-import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,7 +26,7 @@ from mechanisms.arguments import (  # noqa: F401 - re-exported: families read th
     require_number,
 )
 from mechanisms.facts import Fact, stated
-from mechanisms.operations import Operation, collect_operations
+from mechanisms.operations import Operation, collect_operations, operation_calls  # noqa: F401 - re-exported
 from mechanisms.players import Knowledge, Policy, Seat, decisions, listing_calls, run_policy
 from schemas.envspec import Action, OperationSpec, pickled_actions, unpickled_actions
 from schemas.errors import UserError
@@ -422,12 +421,3 @@ class Mechanism(ABC, Generic[P]):
         raise ActionError(f"unknown operation {name!r}")
 
 
-def operation_calls(family: str, op: OperationSpec) -> list[Action]:
-    """Every call of an operation: each combination of its integer arguments' values (a probe order's default)."""
-    ranges = []
-    for name, arg in op.args.items():
-        if arg.type != "integer" or arg.minimum is None or arg.maximum is None:
-            raise ValueError(f"{family}.{op.name} takes a non-integer argument {name!r}: the family's probe_order "
-                             "must list its calls")
-        ranges.append([(name, v) for v in range(int(arg.minimum), int(arg.maximum) + 1)])
-    return [Action(op=op.name, args=dict(combo)) for combo in itertools.product(*ranges)]

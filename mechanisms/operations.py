@@ -22,6 +22,7 @@ the same bounds (an :class:`~mechanisms.base.ActionError` before anything change
 from __future__ import annotations
 
 import inspect
+import itertools
 import math
 import re
 import typing
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin
 
 from mechanisms.arguments import ActionError, _shown, require_int, require_int_list, require_number
-from schemas.envspec import ArgSpec, OperationSpec, ToolKind
+from schemas.envspec import Action, ArgSpec, OperationSpec, ToolKind
 
 Bound = float | int | str | Callable[[Any], float] | None
 State = dict[str, Any]
@@ -208,3 +209,14 @@ def collect_operations(cls: type) -> dict[str, Operation]:
                 table.pop(name, None)
                 table[name] = read_operation(name, member)
     return table
+
+
+def operation_calls(family: str, op: OperationSpec) -> list[Action]:
+    """Every call of an operation: each combination of its integer arguments' values (a probe order's default)."""
+    ranges = []
+    for name, arg in op.args.items():
+        if arg.type != "integer" or arg.minimum is None or arg.maximum is None:
+            raise ValueError(f"{family}.{op.name} takes a non-integer argument {name!r}: the family's probe_order "
+                             "must list its calls")
+        ranges.append([(name, v) for v in range(int(arg.minimum), int(arg.maximum) + 1)])
+    return [Action(op=op.name, args=dict(combo)) for combo in itertools.product(*ranges)]

@@ -18,13 +18,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from mechanisms.arguments import ActionError
+from mechanisms.operations import operation_calls
 from schemas.envspec import Action, OperationSpec
 
-if TYPE_CHECKING:
-    from mechanisms.base import Mechanism
+
+class Mechanism(Protocol):
+    """What a player uses of a family (mechanisms.base.Mechanism, which imports this module)."""
+
+    def operations(self, params: Any) -> list[OperationSpec]: ...
+    def public_view(self, params: Any) -> dict[str, Any]: ...
+    def initial_state(self, params: Any) -> dict[str, Any]: ...
+    def apply(self, params: Any, state: dict[str, Any], action: Action) -> Any: ...
+    def finished(self, state: dict[str, Any]) -> bool: ...
+    def utility(self, params: Any, state: dict[str, Any]) -> float: ...
+    def believed(self, known: Knowledge) -> Any: ...
+    def probe_order(self, known: Knowledge) -> list[Action]: ...
+    def listing_order(self, known: Knowledge) -> list[Action]: ...
+    def planned_calls(self, known: Knowledge, belief: Any) -> list[Action]: ...
+    def act_on_belief(self, seat: Seat, belief: Any) -> None: ...
 
 # how often a prober re-solves its belief to learn how many turns its plan needs (each solve is a full solve)
 PLAN_SOLVES = 6
@@ -139,8 +153,6 @@ def read_sheets(seat: Seat) -> None:
 def listing_calls(known: Knowledge) -> list[Action]:
     """Every probe call in listing order: each probe operation in the order the tools list them, each with every
     combination of its integer arguments, lowest first."""
-    from mechanisms.base import operation_calls
-
     return [call for op in known.operations.values() if op.kind == "probe" for call in operation_calls("", op)]
 
 

@@ -190,6 +190,8 @@ def test_export_limit_is_a_seeded_sample_recorded_in_the_rows(warehouse, tmp_pat
     (["--format", "trl", "--out", "{tmp}"], "is a folder"),
     (["--format", "trl", "--out", "{tmp}/x.parquet", "--limit", "0", "--seed", "3"], "--limit must be at least 1"),
     (["--format", "hf", "--out", "{tmp}/empty", "--where", "family = 'nothere'"], "no row to export"),
+    (["--format", "skyrl", "--out", "{tmp}/empty.parquet", "--where", "family = 'nothere'"], "no row to export"),
+    (["--format", "parquet", "--out", "{tmp}/empty.parquet", "--where", "family = 'nothere'"], "nothing to export"),
 ])
 def test_bad_export_input_gets_one_line(warehouse, tmp_path, argv, needle):
     existing = tmp_path / "full"
@@ -200,7 +202,7 @@ def test_bad_export_input_gets_one_line(warehouse, tmp_path, argv, needle):
     assert completed.returncode != 0
     lines = [line for line in completed.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and needle in lines[0], completed.stderr
-    assert (existing / "keep.txt").exists()
+    assert (existing / "keep.txt").exists() and not (tmp_path / "empty.parquet").exists()
 
 
 def test_a_row_without_a_spec_is_refused_in_one_line():

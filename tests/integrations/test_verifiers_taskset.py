@@ -51,7 +51,7 @@ def _vf_eval(tmp_path, local_llm, *argv: str) -> list[dict]:
                 "--client.api-key-var": "VHD_LOCAL_KEY", "--env.agent.max-turns": "3", "--sampling.max-tokens": "48",
                 "--sampling.temperature": "0"}
     options = [a for flag, value in defaults.items() if flag not in argv for a in (flag, value)]
-    command = [str(SIDECARS / "verifiers" / "bin" / "vf-eval"), *argv, *options]
+    command = [str(SIDECARS / "verifiers" / "bin" / "vf-eval"), *argv, *options, "--no-push"]  # no upload
     completed = subprocess.run(command, cwd=tmp_path, env=_sidecar_env(), capture_output=True, text=True,
                                timeout=600)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
