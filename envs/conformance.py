@@ -127,12 +127,24 @@ def check_family(mechanism: Mechanism, independent: IndependentReference | None 
         except Exception as error:  # noqa: BLE001 - a crash is the check's problem, with where it happened
             where = traceback.extract_tb(error.__traceback__)[-1]
             cause = f"raised {type(error).__name__}: {error}"[:400] + f" (at {where.filename}:{where.lineno})"
-            findings.setdefault(f"fix the code at that line; check_family(mechanisms.get({mechanism.id!r}), "
-                                f"checks=[{name!r}]) reproduces it", []).append(cause)
+            findings.setdefault(f"{_crash_fix(mechanism.id, error, where)}; check_family(mechanisms.get("
+                                f"{mechanism.id!r}), checks=[{name!r}]) reproduces it", []).append(cause)
         for fix, causes in findings.items():
             more = f" (and {len(causes) - 1} more like it)" if len(causes) > 1 else ""
             problems.append(Problem(name, causes[0] + more, fix))
     return problems
+
+
+def _crash_fix(family: str, error: Exception, where: traceback.FrameSummary) -> str:
+    """What to change for a crash: the family's data when the corpus or a phrase pattern is at fault, else the code."""
+    if where.name == "load_corpus":  # setter/corpus.py refuses the corpus file itself
+        return ("complete that passage in setter/corpus/passages.json: each family in its `families` needs a "
+                "`bundles[<family>]` with a `role` and a `source` (CONTRIBUTING.md, 'Tagging corpus passages')")
+    if isinstance(error, KeyError) and error.args and "/setter/" in where.filename.replace("\\", "/"):
+        return (f"a pattern of setter/phrases/{family}.json names {{{error.args[0]}}}, a word its passages lack: "
+                "use a key of the passage's `vocab` or of the family's bundle (`role`, `source`), or add the word "
+                "to its bundles in setter/corpus/passages.json")
+    return "fix the code at that line"
 
 
 def _sample(m: Mechanism, seed: list[int], size: int | None = None, horizon: int | None = None):

@@ -51,7 +51,11 @@ def test_the_readme_families_table_lists_every_registered_family_in_its_group():
         group = cells[0].strip("`") or group
         listed[cells[1].strip("`")] = group
     registered = {m.id: m.group for m in mechanisms.families()}
-    assert listed == registered, "README.md's families table differs from the registry (mechanisms.families())"
+    missing, extra = sorted(set(registered) - set(listed)), sorted(set(listed) - set(registered))
+    moved = sorted(f for f in set(listed) & set(registered) if listed[f] != registered[f])
+    assert listed == registered, (f"README.md's families table differs from the registry: missing {missing}, not "
+                                  f"registered {extra}, in the wrong group {moved}; fix: one row per family under its "
+                                  "group (the family's `group`), with its reference solver")
 
 
 def test_contributing_documents_every_phrase_key_and_parameter_helper():

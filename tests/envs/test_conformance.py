@@ -238,3 +238,16 @@ def test_a_player_whose_calls_do_not_replay_to_its_utility_fails_conformance(mon
     family = _registered(monkeypatch, RecordsAnotherDefault())
     (problem,) = check_family(family, knapsack_reference, checks=["players"])
     assert "greedy_value player's calls replay" in problem.message and "seat.call" in problem.fix
+
+
+def test_a_crash_in_the_corpus_or_a_phrase_pattern_points_at_the_data_not_the_code():
+    import traceback
+
+    from envs.conformance import _crash_fix
+
+    corpus = traceback.FrameSummary("/checkout/setter/corpus.py", 54, "load_corpus")
+    assert "`bundles[<family>]` with a `role` and a `source`" in _crash_fix("pricing", ValueError("x"), corpus)
+    pattern = traceback.FrameSummary("/checkout/setter/template.py", 47, "introduction")
+    assert "setter/phrases/pricing.json names {sticker}" in _crash_fix("pricing", KeyError("sticker"), pattern)
+    code = traceback.FrameSummary("/checkout/mechanisms/pricing.py", 3, "solve")
+    assert _crash_fix("pricing", ZeroDivisionError(), code) == "fix the code at that line"

@@ -14,17 +14,22 @@ def test_every_family_of_a_passage_has_its_bundle():
     for passage in load_corpus():
         for family in passage.families:
             bundle = passage.bundles[family]
-            assert set(BUNDLE_KEYS) <= set(bundle), (passage.id, family)
+            assert set(BUNDLE_KEYS) <= set(bundle), (
+                f"{passage.id}: the bundle of {family} lacks {sorted(set(BUNDLE_KEYS) - set(bundle))}; fix: add them "
+                f"to bundles[{family!r}] of this passage in setter/corpus/passages.json")
             needed = {k for k in family_vocabulary_keys(family) if k in bundle or k in ("role", "source")}
             missing = needed - set(bundle)
-            assert not missing, (passage.id, family, missing)
+            assert not missing, f"{passage.id}: the bundle of {family} lacks {sorted(missing)}; fix: add them"
 
 
 def test_within_a_passage_each_family_has_its_own_persona_and_source():
     for passage in load_corpus():
         for key in ("role", "source"):
             values = [bundle[key] for bundle in passage.bundles.values()]
-            assert len(set(values)) == len(values), (passage.id, key, collections.Counter(values).most_common(1))
+            twice = collections.Counter(values).most_common(1)[0]
+            assert len(set(values)) == len(values), (
+                f"{passage.id}: two families' bundles share the {key} {twice[0]!r}; fix: give each family of the "
+                "passage its own (setter/corpus/passages.json)")
 
 
 def test_no_persona_organisation_or_source_is_shared_by_two_families_or_two_passages():
@@ -38,7 +43,9 @@ def test_no_persona_organisation_or_source_is_shared_by_two_families_or_two_pass
                 if key in ("role", "source") and key in bundle:
                     families_of[(key, bundle[key])].add(family)
     shared = {name: fams for name, fams in families_of.items() if len(fams) > 1}
-    assert not shared, sorted(shared.items())[:5]
+    assert not shared, "; ".join(
+        f"the {key} {name!r} is in the bundles of {sorted(fams)}" for (key, name), fams in sorted(shared.items())[:5]
+    ) + "; fix: a persona or source belongs to one family: rename it in all but one (setter/corpus/passages.json)"
 
 
 def test_a_familys_words_overlay_the_shared_vocabulary():

@@ -63,7 +63,9 @@ def changed_families(pinned: dict[str, dict], now: dict[str, dict]) -> dict[str,
     shard of a plan (a shard key starts with its family's id)."""
     changed: dict[str, list[str]] = {}
     for family in sorted(set(pinned["operations"]) | set(now["operations"])):
-        if pinned["operations"].get(family) != now["operations"].get(family):
+        if family not in pinned["operations"]:
+            changed.setdefault(family, []).append("new: not pinned yet")
+        elif pinned["operations"].get(family) != now["operations"].get(family):
             changed.setdefault(family, []).append("its operations")
     for plan in ("default", "hard"):
         for shard in sorted(set(pinned[plan]) | set(now[plan])):
@@ -75,6 +77,11 @@ def changed_families(pinned: dict[str, dict], now: dict[str, dict]) -> dict[str,
 def remedy(changed: dict[str, list[str]]) -> str:
     """One line: which families changed, what changed, and what to do about it."""
     what = "; ".join(f"{family} ({', '.join(where)})" for family, where in changed.items())
+    new = [family for family, where in changed.items() if "new: not pinned yet" in where]
+    if new:
+        return (f"the output of {', '.join(changed)} changed: {what}; fix: {', '.join(new)} is a new family, and a "
+                "new family also shifts how the plans spread their count over the families (other families' shards "
+                f"change): re-pin with `{REPIN}`, no version bump")
     return (f"the output of {', '.join(changed)} changed: {what}; fix: if you changed a family's sampler, solver, "
             f"dynamics, tools or phrases on purpose, bump its `version` in mechanisms/<family>.py and re-pin with "
             f"`{REPIN}`; otherwise it is a bug (a change to shared code, such as mechanisms/_jobs.py, setter/ or "
@@ -98,6 +105,9 @@ def test_the_failure_names_the_families_that_changed_and_the_remedy():
     assert changed == {"lp": ["its operations", "the default plan's shard lp-train-0000-x"]}
     message = remedy(changed)
     assert message.startswith("the output of lp changed: ") and "bump its `version`" in message and REPIN in message
+    now["operations"]["pricing"] = "d"  # a new family: re-pin, nothing to bump
+    message = remedy(changed_families(pinned, now))
+    assert "pricing (new: not pinned yet)" in message and "no version bump" in message and REPIN in message
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
