@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 
-from cli.output import arrow_rows, console, escape, literal, print_literal, print_rows
+from cli.output import arrow_rows, console, escape, literal, print_literal, print_rows, print_sections
 from cli.shared import EVAL_REPORT, HUMAN, warehouse_of
 from schemas.errors import UserError
 from schemas.strict_json import dumps
@@ -300,8 +300,7 @@ def cmd_report(args) -> int:
         from cli.evaluate import report_eval
 
         return report_eval(wh, args.format)
-    for title, sql in REPORTS[args.kind]:
-        print_rows(*arrow_rows(run_query(wh, sql)), fmt=args.format, title=title)
+    print_sections([(title, arrow_rows(run_query(wh, sql))) for title, sql in REPORTS[args.kind]], fmt=args.format)
     return 0
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cli.output import arrow_rows, console, escape, print_rows
+from cli.output import arrow_rows, console, escape, print_rows, print_sections
 from cli.shared import warehouse_of
 from schemas.envspec import MODES
 from schemas.errors import UserError
@@ -99,6 +99,5 @@ def report_eval(wh, fmt: str) -> int:
     from evaluation.reports import REPORT
     from warehouse.catalog import run_query
 
-    for title, sql in REPORT:
-        print_rows(*arrow_rows(run_query(wh, sql)), fmt=fmt, title=title)
+    print_sections([(title, arrow_rows(run_query(wh, sql))) for title, sql in REPORT], fmt=fmt)
     return 0

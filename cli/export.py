@@ -2,30 +2,75 @@
 
 from __future__ import annotations
 
+import os
+
 from cli.evaluate import parse_modes
 from cli.shared import warehouse_of
+from schemas.errors import UserError
+
+# The file suffixes each format writes (the trainer formats write Parquet for .parquet, else JSON lines); hf
+# writes a folder, which takes no suffix. A suffix is compared exactly, as the writers compare it.
+SUFFIXES = {"jsonl": (".jsonl",), "parquet": (".parquet",), "trl": (".parquet", ".jsonl"),
+            "skyrl": (".parquet", ".jsonl")}
+
+
+def export_format(fmt: str | None, out: str) -> str:
+    """The format an export writes: --format, else the one --out's suffix names; UserError (one line, naming the
+    suffixes it accepts) for an --out whose suffix does not match, so that no .csv holds JSON lines."""
+    if fmt is None:
+        fmt = next((name for name in ("jsonl", "parquet") if str(out).endswith(SUFFIXES[name][0])), None)
+        if fmt is None:
+            raise UserError(f"--out {out} names no export format: end it in .jsonl or .parquet, or give --format "
+                            "(trl, skyrl: .parquet or .jsonl; hf: a folder)")
+        return fmt
+    suffixes = SUFFIXES.get(fmt)
+    if suffixes is not None and not str(out).endswith(suffixes):
+        raise UserError(f"--out {out} does not match --format {fmt}: a {fmt} file ends in {' or '.join(suffixes)}")
+    return fmt
+
+
+def check_export_out(args, fmt: str | None) -> str:
+    """The format of the export (`fmt`, else the one --out's suffix names), once --out can take its file: a path the
+    writer can write (warehouse.preflight), whose suffix matches the format, and that is not a file already there
+    unless --force replaces it (hf: a folder, refused when not empty by its writer). UserError, one line, before
+    anything is selected or rendered."""
+    from warehouse.preflight import check_output_file
+
+    out = os.path.expanduser(args.out)
+    if fmt == "hf":
+        if os.path.isdir(out):
+            if os.listdir(out):
+                raise UserError(f"--out {args.out} is a folder that is not empty; the hf format writes a new "
+                                "dataset folder")
+        else:
+            check_output_file(out)
+        return fmt
+    check_output_file(out)  # a folder or /proc is named as such, before its suffix
+    fmt = export_format(fmt, args.out)
+    if os.path.lexists(out) and not args.force:
+        raise UserError(f"--out {args.out} exists; pass --force to replace it, or give another path")
+    return fmt
 
 
 def cmd_export(args) -> int:
+    from envs.catalog import check_predicate
     from integrations.rows import TRAINER_FORMATS
 
     wh = warehouse_of(args)
-    if args.format in TRAINER_FORMATS:  # trainer-ready datasets (integrations.rows)
+    parse_modes(args.mode)
+    check_predicate(args.where)
+    # the format asked for (argparse offers the export and trainer formats), else the one --out's suffix names
+    fmt = check_export_out(args, args.format)  # before anything is selected or rendered
+    if fmt in TRAINER_FORMATS:  # trainer-ready datasets (integrations.rows)
         from cli.integrations import cmd_export_trainer
 
         return cmd_export_trainer(args, wh)
     from envs.catalog import select_specs
-    from envs.export import EXPORT_FORMATS, export_rows, write_rows
-    from warehouse.preflight import check_output_file
+    from envs.export import export_rows, write_rows
 
-    check_output_file(args.out)  # before anything is selected or rendered
-    # the format asked for (argparse offers the export and trainer formats), else the one --out's suffix names
-    fmt = args.format or next((f for f in EXPORT_FORMATS if str(args.out).endswith(f".{f}")), EXPORT_FORMATS[0])
     modes = parse_modes(args.mode)
     specs = select_specs(args.where, args.limit, wh, args.seed)  # --limit: a seeded sample, stratified by family
     if not specs:
-        from schemas.errors import UserError
-
         raise UserError(f"no environment matches --where {args.where!r}: nothing to export; widen --where")
     rows = export_rows(specs, modes)
     path = write_rows(rows, args.out, fmt)

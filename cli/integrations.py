@@ -12,20 +12,12 @@ from schemas.errors import UserError
 
 
 def cmd_export_trainer(args, wh) -> int:
+    from cli.export import check_export_out
     from envs.catalog import select_specs
     from integrations.rows import trainer_rows, write_trainer_rows
-    from warehouse.preflight import check_output_file
 
     out = os.path.expanduser(args.out)
-    if args.format == "hf":
-        if os.path.isdir(out):
-            if os.listdir(out):
-                raise UserError(f"--out {args.out} is a folder that is not empty; the hf format writes a new "
-                                "dataset folder")
-        else:
-            check_output_file(out)
-    else:
-        check_output_file(out)
+    check_export_out(args, args.format)  # a path the format can take, not a file already there without --force
     modes = parse_modes(args.mode)
     specs = select_specs(args.where, args.limit, wh, args.seed)  # --limit: a seeded sample, stratified by family
     rows = trainer_rows(specs, args.format, modes, sample_seed=args.seed if args.limit is not None else None)

@@ -6,6 +6,7 @@ import argparse
 import atexit
 import gc
 import importlib
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -32,27 +33,98 @@ class _RenamedOption(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
+@dataclass(frozen=True)
+class Bound:
+    """The range of a numeric option. cli.main checks every option declared with one (check_bounds) before the
+    command's own checks and before any work: a value outside it is one line naming the option and exit code 2.
+    A float must be finite as well (inf, 1e400 and nan are refused)."""
+
+    low: float
+    high: float
+    low_text: str
+    """The minimum as the refusal says it: "at least 1", "positive", "0 or more"."""
+    high_text: str = ""
+    """What follows the maximum in the refusal: its unit, why, what to do instead."""
+    low_open: bool = False
+    """`low` itself is refused too (a positive number of seconds)."""
+    grouped: bool = True
+    """Show integers with thousands separators (1,000,000); not for port numbers."""
+
+    def shown(self, value: float) -> str:
+        if isinstance(value, float) and not (math.isfinite(value) and value.is_integer() and abs(value) < 1e15):
+            return f"{value:g}"
+        digits = str(abs(int(value)))
+        if len(digits) > 40:  # 10**4000: the head and its size, not a screenful of digits
+            return f"{'-' if value < 0 else ''}{digits[:6]}... (an integer of {len(digits)} digits)"
+        return f"{int(value):,}" if self.grouped else str(int(value))
+
+    def refusal(self, flag: str, value: float) -> str | None:
+        """The one line refusing `value` for `flag`, or None when it is within the range."""
+        if isinstance(value, float) and math.isnan(value):
+            return f"{flag} must be a number, got nan"
+        if value < self.low or (self.low_open and value <= self.low):
+            return f"{flag} must be {self.low_text}, got {self.shown(value)}"
+        if value > self.high:
+            return f"{flag} {self.shown(value)} is above the maximum of {self.shown(self.high)}{self.high_text}"
+        return None
+
+
+MAX_SECONDS = 86_400.0  # --timeout, --session-ttl: one day
+MAX_SEED = 2**63 - 1  # a seed is stored and passed on as a 64-bit integer
+MAX_LIMIT = 1_000_000_000  # --limit: environments in a sample (a larger limit than the catalog is the catalog)
+MAX_THREADS = 256  # --workers, --concurrency: threads (or dask worker processes) of one command
+PROCESSES_PER_CORE = 4  # --processes: at most this many worker processes per core this process may use
+SEED = Bound(0, MAX_SEED, "0 or more", " (seeds are 64-bit integers)")
+PORT = Bound(1, 65535, "1-65535", grouped=False)
+
+
+def usable_cores() -> int:
+    """The cores this process may use (tasks.pool's default of one worker process per core)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _number(command: argparse.ArgumentParser, flag: str, kind: type, bound: Bound, **kwargs) -> None:
+    """A numeric option (int or float) and its range, which check_bounds checks before anything runs."""
+    action = command.add_argument(flag, type=kind, **kwargs)
+    command.bounds = {**getattr(command, "bounds", {}), action.dest: (flag, bound)}
+
+
+def check_bounds(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """UserError, one line naming the option, for a numeric option of the command outside its Bound."""
+    built = getattr(parser, "commands", {}).get(args.command)
+    for dest, (flag, bound) in getattr(built, "bounds", {}).items():
+        value = getattr(args, dest, None)
+        if value is not None and (refusal := bound.refusal(flag, value)) is not None:
+            raise UserError(refusal)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The `vhd` parser. With `command`, only that command's options are built and the others are listed by name and
     help: the options' choices and defaults come from the registries and constants that own them (the families'
     agents, the export formats, ...), which a command need not import to run another one."""
     parser = argparse.ArgumentParser(prog="vhd", description=__doc__, epilog=EPILOG)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.commands = {}  # each command's parser, whose `bounds` check_bounds reads
     for name, entry in COMMANDS.items():
         if entry.warehouse:
             built = sub.add_parser(name, help=entry.help, description=entry.description or entry.help, epilog=EPILOG)
             built.add_argument("--warehouse", help="warehouse location: a folder or s3://bucket/prefix")
         else:
             built = sub.add_parser(name, help=entry.help, description=entry.description or entry.help)
+        parser.commands[name] = built
         if command is None or command == name:
             entry.options(built)
     return parser
 
 
 def _generate_options(gen: argparse.ArgumentParser) -> None:
-    from schemas.shard import DEFAULT_COUNT, DEFAULT_SHARD_SIZE, DEFAULT_SPLIT, PLANS, plan_description
+    from schemas.shard import DEFAULT_COUNT, DEFAULT_SHARD_SIZE, DEFAULT_SPLIT, MAX_COUNT, PLANS, plan_description
 
-    gen.add_argument("--count", type=int, help=f"admitted environments to produce (default {DEFAULT_COUNT})")
+    _number(gen, "--count", int, _count_bound(MAX_COUNT), help=f"admitted environments to produce (default "
+                                                               f"{DEFAULT_COUNT}, at most {MAX_COUNT:,})")
     gen.add_argument("--plan", dest="plan_name", choices=tuple(PLANS),
                      help="a named dataset instead of --count/--families/--split: "
                           + "; ".join(plan_description(name) for name in PLANS))
@@ -68,22 +140,36 @@ def _generate_options(gen: argparse.ArgumentParser) -> None:
                       help=argparse.SUPPRESS)  # the flag's name before it was --tier: old nightly scripts still run
     _setter_options(gen, "who renders the tools")
     gen.add_argument("--fallback-model", help="litellm model tried when --model still fails after its retries")
-    gen.add_argument("--max-cost-usd", type=float,
-                     help="stop asking the model once the run's LLM calls cost this much; what is admitted lands")
-    gen.add_argument("--shard-size", type=int, default=DEFAULT_SHARD_SIZE,
-                     help=f"instances per shard (default {DEFAULT_SHARD_SIZE})")
-    gen.add_argument("--workers", type=int,
-                     help="threads of the task runner (default 4), or with --runner dask and no address the local "
-                          "cluster's worker processes (default 2)")
-    gen.add_argument("--processes", type=int,
-                     help="worker processes for the stages' CPU work with --runner threads (default: one per core for "
-                          "200 or more environments, else none; 0 = everything in this process)")
+    _number(gen, "--max-cost-usd", float,
+            Bound(0, 1_000_000, "positive", " USD; leave --max-cost-usd out for no limit", low_open=True),
+            help="stop asking the model once the run's LLM calls cost this much; what is admitted lands")
+    _number(gen, "--shard-size", int, Bound(1, MAX_COUNT, "positive", " instances per shard (the most a run makes)"),
+            default=DEFAULT_SHARD_SIZE, help=f"instances per shard (default {DEFAULT_SHARD_SIZE})")
+    _number(gen, "--workers", int, _threads_bound(),
+            help=f"threads of the task runner (default 4), or with --runner dask and no address the local "
+                 f"cluster's worker processes (default 2); at most {MAX_THREADS}")
+    cores = usable_cores()
+    _number(gen, "--processes", int,
+            Bound(0, PROCESSES_PER_CORE * cores, "0 or more",
+                  f" worker processes ({PROCESSES_PER_CORE} per core, {cores} core(s) here)"),
+            help="worker processes for the stages' CPU work with --runner threads (default: one per core for "
+                 "200 or more environments, else none; 0 = everything in this process; at most "
+                 f"{PROCESSES_PER_CORE} per core)")
     _runner_options(gen, "where the stages run: 'threads' in this process (default), or 'dask' through prefect-dask "
                          "on a local cluster or the one at --dask-address, landing the same environments; with dask "
                          "the progress bar moves as each shard's stages complete, and --max-cost-usd is refused",
                     "scheduler of a running Dask cluster for --runner dask (see README, 'Scaling out on Dask')")
     gen.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
     _prefect_port_option(gen)
+
+
+def _count_bound(maximum: int) -> Bound:
+    return Bound(1, maximum, "a positive integer", " environments per run; generate a larger dataset as several "
+                                                   "runs (e.g. one per --date)")
+
+
+def _threads_bound() -> Bound:
+    return Bound(1, MAX_THREADS, "at least 1", " threads")
 
 
 def _prefect_port_option(command: argparse.ArgumentParser) -> None:
@@ -127,9 +213,11 @@ def _mode_option(command: argparse.ArgumentParser, several: bool = False, help_t
 def _query_options(query: argparse.ArgumentParser) -> None:
     query.add_argument("sql")
     query.add_argument("--format", choices=FORMATS, default=FORMATS[0])
-    query.add_argument("--timeout", type=float, metavar="SECONDS",
-                       help="stop the query if it runs longer than this, with one line (exit code 2); default: no "
-                            "limit (Ctrl-C stops it at any time)")
+    _number(query, "--timeout", float,
+            Bound(0, MAX_SECONDS, "a positive number of seconds", " seconds (one day); leave --timeout out for no "
+                                                                  "limit", low_open=True),
+            metavar="SECONDS", help="stop the query if it runs longer than this (at most a day), with one line (exit "
+                                    "code 2); default: no limit (Ctrl-C stops it at any time)")
 
 
 def _families_options(fams: argparse.ArgumentParser) -> None:
@@ -142,7 +230,7 @@ def _solve_options(solve: argparse.ArgumentParser) -> None:
     source.add_argument("--params", help="JSON file of the family's parameters ('-' reads standard input)")
     source.add_argument("--example", action="store_true",
                         help="print a sampled instance's parameters as JSON: a starting point for --params")
-    solve.add_argument("--seed", type=int, default=0, help="seed of the --example instance")
+    _number(solve, "--seed", int, SEED, default=0, help="seed of the --example instance")
     solve.add_argument("--format", choices=DOCUMENT_FORMATS, default=DOCUMENT_FORMATS[0])
 
 
@@ -158,7 +246,7 @@ def _play_options(play: argparse.ArgumentParser) -> None:
     _mode_option(play)
     play.add_argument("--agent", choices=(*AGENTS, HUMAN), default="oracle",
                       help=f"a baseline agent, or {HUMAN}: type the tool calls yourself")
-    play.add_argument("--seed", type=int, default=0, help="seed of the random agent")
+    _number(play, "--seed", int, SEED, default=0, help="seed of the random agent")
     play.add_argument("--format", choices=DOCUMENT_FORMATS, default=DOCUMENT_FORMATS[0])
 
 
@@ -177,15 +265,16 @@ def _report_options(report: argparse.ArgumentParser) -> None:
 
 
 def _serve_options(serve: argparse.ArgumentParser) -> None:
-    from schemas.shard import DEFAULT_COUNT
+    from schemas.shard import DEFAULT_COUNT, MAX_COUNT
 
     serve.add_argument("--cron", default="0 2 * * *", help="schedule, cron syntax (default '0 2 * * *')")
     serve.add_argument("--timezone", default="UTC", help="time zone of the schedule (default UTC)")
-    serve.add_argument("--count", type=int, default=DEFAULT_COUNT, help="environments per night")
+    _number(serve, "--count", int, _count_bound(MAX_COUNT), default=DEFAULT_COUNT, help="environments per night")
     serve.add_argument("--families", help="family mix of the nightly run")
     serve.add_argument("--name", default="nightly", help="deployment name (default nightly)")
     _setter_options(serve, "who renders the tools")
-    serve.add_argument("--workers", type=int, default=4, help="threads of each night's task runner (default 4)")
+    _number(serve, "--workers", int, _threads_bound(), default=4,
+            help="threads of each night's task runner (default 4)")
 
 
 def _doctor_options(doctor: argparse.ArgumentParser) -> None:
@@ -203,7 +292,7 @@ def _warehouse_options(house: argparse.ArgumentParser) -> None:
                             "each table and date into one, atomically, without changing any query result (one at a "
                             "time; refused while a committed file is damaged); clean: delete the leftovers older "
                             "than --min-age-hours")
-    house.add_argument("--min-age-hours", type=float, default=24.0,
+    _number(house, "--min-age-hours", float, Bound(0, 87_600, "0 or more", " hours (ten years)"), default=24.0,
                        help="clean: leave unlisted files younger than this alone, a run may still commit them "
                             "(default 24)")
 
@@ -217,13 +306,16 @@ def _eval_options(ev: argparse.ArgumentParser) -> None:
     _mode_option(ev, several=True)
     ev.add_argument("--where", default="true", help="SQL condition over the environments table, e.g. \"family = "
                                                     "'knapsack' AND split = 'held_out'\" (default: all)")
-    ev.add_argument("--limit", type=int, help="a seeded random sample of N environments, stratified by family "
-                                              "(every family once N reaches their number; --seed draws it)")
-    ev.add_argument("--concurrency", type=int, default=4, help="episodes played at once (default 4)")
-    ev.add_argument("--seed", type=int, default=0, help="seed of the random agent and of the --limit sample "
-                                                        "(default 0)")
-    ev.add_argument("--max-turns", type=int, help="model calls per episode (default: the environment's turn budget)")
-    ev.add_argument("--max-tokens", type=int, default=AgentConfig.max_tokens,
+    _number(ev, "--limit", int, _limit_bound(),
+            help="a seeded random sample of N environments, stratified by family (every family once N reaches their "
+                 "number; --seed draws it)")
+    _number(ev, "--concurrency", int, Bound(1, MAX_THREADS, "at least 1", " episodes at once"), default=4,
+            help="episodes played at once (default 4)")
+    _number(ev, "--seed", int, SEED, default=0, help="seed of the random agent and of the --limit sample (default 0)")
+    _number(ev, "--max-turns", int, Bound(1, 10_000, "at least 1", " model calls per episode"),
+            help="model calls per episode (default: the environment's turn budget)")
+    _number(ev, "--max-tokens", int, Bound(1, 1_000_000, "at least 1", " tokens per model call"),
+            default=AgentConfig.max_tokens,
                     help=f"completion tokens per model call (default {AgentConfig.max_tokens})")
     ev.add_argument("--tool-calls", choices=TOOL_CALL_FORMATS, default=AgentConfig.tool_calls,
                     help="native: OpenAI tool calls (default); json: tools described in the prompt, the answer "
@@ -232,11 +324,16 @@ def _eval_options(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--format", choices=FORMATS, default=FORMATS[0])
 
 
+def _limit_bound() -> Bound:
+    return Bound(1, MAX_LIMIT, "at least 1", " environments in a sample; leave --limit out for all of them")
+
+
 def _serve_envs_options(serve_envs: argparse.ArgumentParser) -> None:
     serve_envs.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve_envs.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    serve_envs.add_argument("--session-ttl", type=float, default=600.0,
-                            help="seconds a session may stay idle before it expires (default 600)")
+    _number(serve_envs, "--port", int, PORT, default=8000, help="port (default 8000)")
+    _number(serve_envs, "--session-ttl", float,
+            Bound(0, MAX_SECONDS, "positive seconds", " seconds (one day)", low_open=True), default=600.0,
+            help="seconds a session may stay idle before it expires (default 600, at most a day)")
     serve_envs.add_argument("--where", default="true",
                             help="SQL condition over the environments table: the only environments served (an id "
                                  "outside it is refused as unknown), e.g. \"split = 'train'\" (default: all)")
@@ -251,8 +348,8 @@ def _serve_openenv_options(openenv: argparse.ArgumentParser) -> None:
     from schemas.envspec import DEFAULT_MODE
 
     openenv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    openenv.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    openenv.add_argument("--max-sessions", type=int, default=256,
+    _number(openenv, "--port", int, PORT, default=8000, help="port (default 8000)")
+    _number(openenv, "--max-sessions", int, Bound(1, 10_000, "at least 1", " sessions"), default=256,
                          help="concurrent WebSocket sessions (default 256; one more gets CAPACITY_REACHED)")
     openenv.add_argument("--where", default="true",
                          help="SQL condition: the environments the Task API lists, the only ones a session may reset "
@@ -281,25 +378,29 @@ def _export_options(export: argparse.ArgumentParser) -> None:
 
     export.add_argument("--where", default="true", help="SQL condition over the environments table (default: all)")
     export.add_argument("--mode", default=ALL_MODES, help=f"{', '.join(MODES)}, comma-separated, or all (default)")
-    export.add_argument("--limit", type=int, help="a seeded random sample of N environments, stratified by family "
-                                                  "(every family once N reaches their number; default: all)")
-    export.add_argument("--seed", type=int, default=0, help="seed of the --limit sample (default 0; the same seed, "
-                                                            "the same sample), recorded in the trl, skyrl and hf "
-                                                            "rows' sample_seed")
+    _number(export, "--limit", int, _limit_bound(),
+            help="a seeded random sample of N environments, stratified by family (every family once N reaches their "
+                 "number; default: all)")
+    _number(export, "--seed", int, SEED, default=0,
+            help="seed of the --limit sample (default 0; the same seed, the same sample), recorded in the trl, skyrl "
+                 "and hf rows' sample_seed")
     export.add_argument("--format", choices=(*EXPORT_FORMATS, *TRAINER_FORMATS),
                         help=f"default: from --out's suffix, else {EXPORT_FORMATS[0]}; trl, skyrl: chat-message prompt "
                              "and difficulty columns (.parquet or .jsonl); hf: a Hugging Face dataset folder with a "
                              "default configuration of every family and one per family, splits from the rows' split "
                              "(train, held_out, ood), and a dataset card")
-    export.add_argument("--out", required=True, help="file to write (a folder for --format hf)")
+    export.add_argument("--out", required=True,
+                        help="file to write, its suffix the format's (jsonl: .jsonl; parquet: .parquet; trl, skyrl: "
+                             ".parquet or .jsonl), or a new or empty folder for --format hf")
+    export.add_argument("--force", action="store_true", help="replace --out when that file is already there")
 
 
 def _llm_options(llm: argparse.ArgumentParser) -> None:
     from setter.local_server import DEFAULT_N_CTX, DEFAULT_PORT
 
     llm.add_argument("action", choices=("serve",))
-    llm.add_argument("--port", type=int, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
-    llm.add_argument("--n-ctx", type=int, default=DEFAULT_N_CTX,
+    _number(llm, "--port", int, PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
+    _number(llm, "--n-ctx", int, Bound(512, 131_072, "at least 512 tokens", " tokens"), default=DEFAULT_N_CTX,
                      help=f"context window in tokens (default {DEFAULT_N_CTX})")
     llm.add_argument("--log", help="server log file (default: a temporary file, named at start)")
 
@@ -405,9 +506,11 @@ def main(argv: list[str] | None = None) -> int:
     # torn down: ~1.2 s of every command on 2 cores. Python does not promise finalizers at exit anyway.
     atexit.register(gc.freeze)
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(command_of(argv)).parse_args(argv)
+    parser = build_parser(command_of(argv))
+    args = parser.parse_args(argv)
     command = COMMANDS[args.command]
     try:
+        check_bounds(parser, args)  # every numeric option within its range: one line naming it, before anything
         if command.check is not None:  # bad input gets its one line before a Prefect server is started or any work
             from cli.prefect_server import asked_port
 

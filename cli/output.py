@@ -39,7 +39,8 @@ def print_literal(*parts: str | Text) -> None:
     console.print(line)
 
 
-__all__ = ["DOCUMENT_FORMATS", "FORMATS", "arrow_rows", "console", "escape", "literal", "print_literal", "print_rows"]
+__all__ = ["DOCUMENT_FORMATS", "FORMATS", "arrow_rows", "console", "escape", "literal", "print_literal", "print_rows",
+           "print_sections"]
 FORMATS = ("table", "csv", "json")  # rows: a table (the default), CSV or JSON
 DOCUMENT_FORMATS = ("table", "json")  # one document (an environment, a family list, a report of checks)
 
@@ -61,6 +62,17 @@ def print_rows(columns: list[str], rows: list[tuple[Any, ...]] | list[list[Any]]
         for row in rows:
             table.add_row(*(_cell(v) for v in row))
         console.print(table)
+
+
+def print_sections(sections: list[tuple[str, tuple[list[str], list[tuple[Any, ...]]]]], fmt: str = "table") -> None:
+    """Several titled tables (a report's sections): one table each, or with --format json one JSON document, an
+    object of each section's title and its rows (a JSON reader takes it whole, not a stream of arrays)."""
+    if fmt == "json":
+        print(dumps({title: [dict(zip(columns, row, strict=True)) for row in rows]
+                     for title, (columns, rows) in sections}, indent=1))
+        return
+    for title, (columns, rows) in sections:
+        print_rows(columns, rows, fmt=fmt, title=title)
 
 
 def _cell(value: Any) -> Text:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -118,13 +119,97 @@ def trainer_rows(specs: Iterable[EnvSpec], fmt: str, modes: Iterable[str] = MODE
     return [{**build(Environment(spec, mode)), "sample_seed": sample_seed} for spec in specs for mode in modes]
 
 
+# What a trainer row's spec may hold, far above any real environment's (the largest generated ones: a spec_json of
+# about 56,000 characters, reference plans of about 100 calls, a turn budget of about 100): beyond them a row is
+# refused before it is read, not read into gigabytes.
+MAX_SPEC_JSON_CHARS = 4_000_000
+MAX_REFERENCE_ACTIONS = 10_000  # each of the reference's recorded action lists
+MAX_TURN_BUDGET = 10_000
+AGAIN = "export the row again with vhd export"
+
+
 def env_from_trainer_row(row: dict[str, Any]) -> Environment:
-    """The Environment a trl, skyrl or hf row describes (the spec JSON and mode, at the top or in extra_info)."""
-    source = row if "spec_json" in row else row.get("extra_info") or {}
+    """The Environment a trl, skyrl or hf row describes (the spec JSON and mode, at the top or in extra_info),
+    verified: the spec within MAX_SPEC_JSON_CHARS, MAX_REFERENCE_ACTIONS and MAX_TURN_BUDGET, its references
+    finite, the row's env_id (top and extra_info) the id recomputed from the spec, its mode a known one (the same
+    at the top and in extra_info), and its `environment` and `tools` columns, where present, the spec's tools in
+    that mode. A row that fails is one line (UserError) naming what does not match."""
+    extra = row.get("extra_info") if isinstance(row.get("extra_info"), dict) else {}
+    source = row if "spec_json" in row else extra
     if "spec_json" not in source or "mode" not in source:
         raise UserError("this row holds no spec_json and mode (neither at the top nor in extra_info); "
                         "export it with vhd export --format trl|skyrl|hf")
-    return Environment(EnvSpec.model_validate_json(source["spec_json"]), source["mode"])
+    spec_json, mode = source["spec_json"], source["mode"]
+    if not isinstance(mode, str) or mode not in MODES:
+        raise UserError(f"the row's mode {_shown(mode)} is not a mode; it is one of {', '.join(MODES)}")
+    for where, holder in (("mode", row), ("extra_info.mode", extra)):
+        if "mode" in holder and holder["mode"] != mode:
+            raise UserError(f"the row's {where} {_shown(holder['mode'])} is not its spec's mode {mode!r}: the row "
+                            f"was edited; {AGAIN}")
+    spec = _spec_of(spec_json)
+    env_id = spec.env_id
+    for where, holder in (("env_id", row), ("extra_info.env_id", extra)):
+        if "env_id" in holder and holder["env_id"] != env_id:
+            raise UserError(f"the row's {where} {_shown(holder['env_id'])} is not the id of its spec_json "
+                            f"({env_id}): the row or its spec was edited; {AGAIN}")
+    env = Environment(spec, mode, env_id=env_id)
+    if "environment" in row or "tools" in row:
+        tools = tools_json(env)
+        if "environment" in row and row["environment"] != tool_interface(tools):
+            raise UserError(f"the row's environment {_shown(row['environment'])} is not the key of its "
+                            f"environment's tools in {mode} mode ({tool_interface(tools)}): the row was edited; "
+                            f"{AGAIN}")
+        if "tools" in row and _parsed(row["tools"]) != json.loads(tools):
+            raise UserError(f"the row's tools are not its environment's tools in {mode} mode ({env_id}): the row "
+                            f"was edited; {AGAIN}")
+    return env
+
+
+def _spec_of(spec_json: Any) -> EnvSpec:
+    """The row's spec, read only within the size limits and checked against them."""
+    from pydantic import ValidationError
+
+    if not isinstance(spec_json, str | bytes):
+        raise UserError(f"the row's spec_json is a {type(spec_json).__name__}, not JSON text; {AGAIN}")
+    if len(spec_json) > MAX_SPEC_JSON_CHARS:
+        raise UserError(f"the row's spec_json is {len(spec_json):,} characters, over the limit of "
+                        f"{MAX_SPEC_JSON_CHARS:,} (no real environment comes near it); {AGAIN}")
+    try:
+        spec = EnvSpec.model_validate_json(spec_json)
+    except ValidationError as error:
+        first = error.errors()[0] if error.errors() else {}
+        where = ".".join(str(part) for part in first.get("loc", ()))
+        raise UserError(f"the row's spec_json is not a vhdplay environment spec ({where + ': ' if where else ''}"
+                        f"{first.get('msg', 'invalid')}); {AGAIN}") from None
+    if not 1 <= spec.turn_budget <= MAX_TURN_BUDGET:
+        raise UserError(f"the row's turn_budget {spec.turn_budget:,} is outside 1..{MAX_TURN_BUDGET:,}; {AGAIN}")
+    ref = spec.reference
+    for name in ("optimal_actions", "default_actions", "informed_actions", "naive_actions"):
+        if len(getattr(ref, name)) > MAX_REFERENCE_ACTIONS:
+            raise UserError(f"the row's reference holds {len(getattr(ref, name)):,} {name}, over the limit of "
+                            f"{MAX_REFERENCE_ACTIONS:,}; {AGAIN}")
+    values = {"u_star": ref.u_star, "u0": ref.u0, "u_idle": ref.u_idle,
+              **{f"baselines.{key}": value for key, value in ref.baselines.items()}}
+    for name, value in values.items():
+        if not math.isfinite(value):
+            raise UserError(f"the row's reference {name} is {value}, not a finite number; {AGAIN}")
+    return spec
+
+
+def _parsed(tools: Any) -> Any:
+    try:
+        return json.loads(tools) if isinstance(tools, str | bytes) else tools
+    except ValueError:
+        return None
+
+
+def _shown(value: Any) -> str:
+    """A row's value in a message: its repr, cut short."""
+    try:
+        text = repr(value)
+    except ValueError:  # an integer too long to write out
+        return "(a value too long to show)"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _table(rows: list[dict[str, Any]]):

@@ -8,7 +8,11 @@ instructions. Agent mistakes are observations, as in process; a call after the e
 A line that is not JSON gets the JSON-RPC error -32700 (parse error), JSON that is not a JSON-RPC message
 -32600 (invalid request), both with a null id unless the request's id can be read (the SDK's transport drops
 such lines without an answer). Integers of any length are read (schemas.strict_json.loads), so a tool argument
-of 5,000 digits reaches the environment, which answers with its own error.
+of 5,000 digits reaches the environment, which answers with its own error. A message whose id is not a string or
+an integer of fewer than LONG_INT_DIGITS digits (an object, a list, null, a float, a 5,000-digit integer) is an
+invalid request, answered with id null (the SDK would take it for a notification, or answer under another id).
+Every request read before the end of input is answered before the server exits (the SDK's loop would cancel
+the ones still in flight): at end of input the read side stays open until each has its answer.
 
 The JSON-RPC framing is shared with the servers that answer MCP requests themselves (`vhd serve-openenv`'s /mcp
 and its WebSocket's "mcp" messages): `parse` a message, `dispatch` a request to a table of methods, `mcp_tools` the
@@ -20,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -30,7 +35,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from envs.environment import Environment
-from schemas.strict_json import LONG_INT_DIGITS, dumps, loads
+from schemas.strict_json import LONG_INT_DIGITS, dumps, is_long_int, loads
 from serving.sessions import code_for
 
 
@@ -121,6 +126,7 @@ def create_server(env: Environment) -> Server:
 
 
 _LONG_DIGITS = re.compile(rf"\d{{{LONG_INT_DIGITS},}}")
+DRAIN_IDLE_S = 60.0  # at end of input, how long to wait for the next answer before giving up on the rest
 
 
 class CheckedLines:
@@ -129,14 +135,29 @@ class CheckedLines:
     transport is open). A line with an integer literal of LONG_INT_DIGITS or more digits (which the transport's
     parser refuses as "number out of range") is handed on rewritten with that integer read by strict_json."""
 
-    def __init__(self, source) -> None:
+    def __init__(self, source, drain_idle_s: float = DRAIN_IDLE_S) -> None:
         self.source = source
         self.replies = None
         self.ready = anyio.Event()
+        self.pending: Counter = Counter()  # request ids handed on and not yet answered
+        self.answered = anyio.Event()
+        self.drain_idle_s = drain_idle_s
 
     def open(self, replies) -> None:
         self.replies = replies
         self.ready.set()
+
+    def watch(self, write_stream) -> AnswerWatch:
+        """`write_stream` (the server's side) as a stream that marks each request it answers."""
+        return AnswerWatch(write_stream, self)
+
+    def mark_answered(self, request_id: Any) -> None:
+        if self.pending.get(request_id, 0) > 0:
+            self.pending[request_id] -= 1
+            if not self.pending[request_id]:
+                del self.pending[request_id]
+            self.answered.set()
+            self.answered = anyio.Event()
 
     async def __aiter__(self):
         await self.ready.wait()
@@ -144,6 +165,13 @@ class CheckedLines:
             checked = await self.check(line)
             if checked is not None:
                 yield checked
+        # End of input: keep the read side open until every request read has been answered (or none has been
+        # for drain_idle_s: a request cancelled by its client gets no answer).
+        while self.pending:
+            with anyio.move_on_after(self.drain_idle_s) as scope:
+                await self.answered.wait()
+            if scope.cancelled_caught:
+                break
 
     async def check(self, line: str) -> str | None:
         if not line.strip():
@@ -153,12 +181,21 @@ class CheckedLines:
         except ParseError as error:
             await self._error(None, error.code, str(error))
             return None
+        if isinstance(data, dict) and "id" in data and _request_id(data) is None:
+            await self._error(None, InvalidRequest.code, "Invalid Request: the id must be a string or an integer of "
+                              f"fewer than {LONG_INT_DIGITS:,} digits")
+            return None
         try:
             types.jsonrpc_message_adapter.validate_python(data, by_name=False)
         except ValidationError:
             await self._error(_request_id(data), InvalidRequest.code,
                               "Invalid Request: the line is JSON but not a JSON-RPC 2.0 message")
             return None
+        if "method" in data:
+            if "id" in data:
+                self.pending[data["id"]] += 1
+            elif data["method"] == "notifications/cancelled" and isinstance(data.get("params"), dict):
+                self.mark_answered(data["params"].get("requestId"))  # a cancelled request is never answered
         return json.dumps(data) + "\n" if _LONG_DIGITS.search(line) else line
 
     async def _error(self, request_id, code: int, message: str) -> None:
@@ -166,9 +203,36 @@ class CheckedLines:
         await self.replies.send(SessionMessage(error))
 
 
+class AnswerWatch:
+    """The server's write stream, marking in `lines` each request answered (a response or an error)."""
+
+    def __init__(self, stream, lines: CheckedLines) -> None:
+        self.stream = stream
+        self.lines = lines
+
+    async def send(self, item: SessionMessage, /) -> None:
+        await self.stream.send(item)
+        if isinstance(item.message, (types.JSONRPCResponse, types.JSONRPCError)):
+            self.lines.mark_answered(item.message.id)
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+    async def __aenter__(self) -> AnswerWatch:
+        await self.stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info) -> bool | None:
+        return await self.stream.__aexit__(*exc_info)
+
+
 def _request_id(data: Any) -> int | str | None:
+    """The message's id if it is one the SDK answers under unchanged (a string, or an integer of fewer than
+    LONG_INT_DIGITS digits), else None."""
     found = data.get("id") if isinstance(data, dict) else None
-    return found if isinstance(found, (int, str)) and not isinstance(found, bool) else None
+    if isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool) and not is_long_int(found)):
+        return found
+    return None
 
 
 async def serve_stdio(env: Environment) -> None:
@@ -179,4 +243,4 @@ async def serve_stdio(env: Environment) -> None:
     lines = CheckedLines(anyio.wrap_file(sys.stdin))
     async with stdio_server(stdin=lines) as (read_stream, write_stream):
         lines.open(write_stream)
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        await server.run(read_stream, lines.watch(write_stream), server.create_initialization_options())

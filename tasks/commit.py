@@ -12,6 +12,7 @@ from prefect.states import Completed, Failed, State
 
 from tasks.common import WRITE_OPTIONS, StageCounts, cpu_hour_usd
 from tasks.land import LandedShard, sum_cost
+from warehouse.commits import commit_lock
 from warehouse.landing import commit_run, committed_shards, land
 from warehouse.location import resolve_warehouse
 
@@ -87,8 +88,21 @@ def commit(warehouse: str | None, run_id: str, flow_run_id: str | None, date: st
     `stage_counts` (the runs row keeps its own figures, from what landed).
     """
     wh = resolve_warehouse(warehouse)
+    with commit_lock(wh):
+        # what this run itself makes visible: not the shards another run of the date committed meanwhile (two
+        # identical runs at once land the same shards; the one that commits second adds nothing new)
+        already = committed_shards(wh, date)
+        new = sum(s.admitted for s in landed if s.shard_key not in already)
+        result = _commit(wh, run_id, flow_run_id, date, parameters, landed, skipped_admitted, failures, started_at,
+                         stages, new)
+    publish_run_table(result, landed, skipped_admitted)
+    return result
+
+
+def _commit(wh, run_id: str, flow_run_id: str | None, date: str, parameters: dict, landed: list[LandedShard],
+            skipped_admitted: int, failures: list[str], started_at: dt.datetime,
+            stages: dict[str, StageCounts] | None, new: int) -> dict:
     finished = dt.datetime.now(dt.UTC)
-    new = sum(s.admitted for s in landed)
     llm_cost = sum_cost([s.llm_cost_usd for s in landed])
     compute = sum(s.compute_seconds for s in landed)
     # a shard that ran out of instances before reaching its count (every instance rejected): say so
@@ -100,7 +114,8 @@ def commit(warehouse: str | None, run_id: str, flow_run_id: str | None, date: st
     row = {
         "run_id": run_id, "flow_run_id": flow_run_id, "run_date": date, "started_at": started_at,
         "finished_at": finished, "parameters_json": json.dumps(parameters, sort_keys=True, default=str),
-        "requested": int(parameters.get("count", 0)), "admitted": new + skipped_admitted,
+        "requested": int(parameters.get("count", 0)),
+        "admitted": sum(s.admitted for s in landed) + skipped_admitted,
         "rejected": sum(s.rejected for s in landed), "new_environments": new, "llm_cost_usd": llm_cost,
         "compute_seconds": compute,
         "cost_usd": None if llm_cost is None else llm_cost + compute * cpu_hour_usd() / 3600.0,
@@ -119,7 +134,6 @@ def commit(warehouse: str | None, run_id: str, flow_run_id: str | None, date: st
     result = {**row, "warehouse": wh.url, "landed_shards": len(landed),
               "failed_shards": [failure.split(":", 1)[0] for failure in failures],
               "stage_counts": {stage: counts.amounts() for stage, counts in (stages or {}).items()}}
-    publish_run_table(result, landed, skipped_admitted)
     return result
 
 

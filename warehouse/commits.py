@@ -7,10 +7,12 @@ frames and writes them as Parquet.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import posixpath
 import re
+import time
 import uuid
 from typing import Any
 
@@ -134,6 +136,42 @@ def commit_run(
     path = f"{_marker_dir(wh, date)}/{run_id}.json"
     write_atomically(wh, path, data)
     return path
+
+
+COMMIT_LOCK_NAME = "_commit.lock"
+COMMIT_LOCK_WAIT_SECONDS = 300.0  # a commit holds the lock for the seconds it takes to write a file and a marker
+
+
+@contextlib.contextmanager
+def commit_lock(wh: Warehouse, wait_seconds: float = COMMIT_LOCK_WAIT_SECONDS):
+    """Hold the warehouse's commit lock: one run at a time reads what is committed and writes its marker, so that
+    two runs committing the same shards at once do not both count them as new.
+
+    Local: an exclusive flock on ``_commit.lock`` at the root (released by the kernel when its holder dies, so it
+    is never stale); another commit waits for it, up to `wait_seconds`. An object store has no lock here: there
+    two commits at the same instant may both count a shard they share (the data itself is never duplicated).
+    """
+    if not wh.is_local:
+        yield
+        return
+    import fcntl
+
+    wh.fs.makedirs(wh.root, exist_ok=True)
+    deadline = time.monotonic() + wait_seconds
+    with open(wh.path(COMMIT_LOCK_NAME), "a+b") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise WarehouseError(f"another run has held the commit lock of {wh.url} for over "
+                                         f"{wait_seconds:.0f} s; commit again when it has finished") from None
+                time.sleep(0.05)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _read_markers(wh: Warehouse, pattern: str) -> list[dict[str, Any]]:

@@ -282,3 +282,100 @@ def test_the_stored_warehouse_answers_after_all_of_it(stored, tmp_path):
     out = tmp_path / "out.jsonl"
     assert vhd("export", "--out", str(out), "--warehouse", str(root), env=env).returncode == 0
     assert len(out.read_text().splitlines()) == 2 * 3
+
+
+# --- numeric options: every one within its bounds (cli.main.Bound), one line naming it ----------------------------
+
+CORES = len(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["generate", "--processes", "10000"],  # it ran 33 s into "Too many open files"
+     f"--processes 10,000 is above the maximum of {4 * CORES} worker processes (4 per core, {CORES} core(s) here)"),
+    (["generate", "--processes", "-1"], "--processes must be 0 or more, got -1"),
+    (["generate", "--workers", "100000"], "--workers 100,000 is above the maximum of 256 threads"),
+    (["generate", "--shard-size", "1000000000"], "--shard-size 1,000,000,000 is above the maximum of 1,000,000"),
+    (["generate", "--max-cost-usd", "1e300"], "--max-cost-usd 1e+300 is above the maximum of 1,000,000 USD"),
+    (["serve", "--workers", "0"], "--workers must be at least 1, got 0"),
+    (["serve", "--count", "2000000"], "--count 2,000,000 is above the maximum of 1,000,000"),
+    (["export", "--out", "{place}/x.jsonl", "--limit", str(10**30)],  # a DuckDB "Conversion Error"
+     "--limit 1,000,000,000,000,000,000,000,000,000,000 is above the maximum of 1,000,000,000 environments"),
+    (["export", "--out", "{place}/x.jsonl", "--seed", str(2**64)], "--seed 18,446,744,073,709,551,616 is above"),
+    (["eval", "--agent", "oracle", "--limit", str(10**30)], "--limit 1,000,000,000,000,000,000,000,000,000,000 is"),
+    (["eval", "--agent", "oracle", "--concurrency", "1000000"], "--concurrency 1,000,000 is above the maximum of 256"),
+    (["eval", "--agent", "litellm", "--model", "openai/x", "--max-turns", "10001"],
+     "--max-turns 10,001 is above the maximum of 10,000 model calls per episode"),
+    (["eval", "--agent", "litellm", "--model", "openai/x", "--max-tokens", "10000000000"],
+     "--max-tokens 10,000,000,000 is above the maximum of 1,000,000 tokens"),
+    (["solve", "knapsack", "--example", "--seed", "-1"], "--seed must be 0 or more, got -1"),
+    (["play", "knapsack-0", "--seed", str(2**63)], "--seed 9,223,372,036,854,775,808 is above the maximum"),
+    (["serve-envs", "--port", "70000"], "--port 70000 is above the maximum of 65535"),
+    (["serve-openenv", "--max-sessions", "100000000"], "--max-sessions 100,000,000 is above the maximum of 10,000"),
+    (["llm", "serve", "--n-ctx", "1000000000"], "--n-ctx 1,000,000,000 is above the maximum of 131,072 tokens"),
+    (["llm", "serve", "--port", "0"], "--port must be 1-65535, got 0"),
+    (["warehouse", "clean", "--min-age-hours", "1e9"], "--min-age-hours 1,000,000,000 is above the maximum of 87,600"),
+], ids=lambda value: value if isinstance(value, str) else " ".join(value[:3]).replace("/", "_"))
+def test_numeric_options_are_bounded_before_any_work(stored, place, argv, needle):
+    """Issue 31 (9): a value past an option's bound is one line naming the option and the bound, at once."""
+    root, _ = stored
+    before, place_before = fingerprint(root), listing(place)
+    home = place.parent / f"{place.name}-home"
+    argv = [arg.format(place=place) for arg in argv]
+    started = time.monotonic()
+    refused(vhd(*argv, *(["--warehouse", str(root)] if argv[0] != "llm" else []), env=clean_env(home), timeout=60),
+            needle)
+    assert time.monotonic() - started < 30
+    assert not (home / "vhd-home" / "prefect-server").exists()
+    assert_untouched(root, before, place, place_before)
+
+
+# --- export: the suffix matches the format, an existing file is replaced only with --force -------------------------
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["--format", "trl", "--out", "{place}/x.csv"], "--out {place}/x.csv does not match --format trl: a trl file "
+                                                    "ends in .parquet or .jsonl"),
+    (["--format", "skyrl", "--out", "{place}/x.json"], "a skyrl file ends in .parquet or .jsonl"),
+    (["--format", "jsonl", "--out", "{place}/x.parquet"], "a jsonl file ends in .jsonl"),
+    (["--format", "parquet", "--out", "{place}/x.jsonl"], "a parquet file ends in .parquet"),
+    (["--out", "{place}/x.csv"], "--out {place}/x.csv names no export format: end it in .jsonl or .parquet"),
+    (["--out", "{place}/afile.jsonl"], "--out {place}/afile.jsonl exists; pass --force to replace it"),
+    (["--format", "trl", "--out", "{place}/afile.jsonl"], "exists; pass --force to replace it"),
+])
+def test_export_refuses_a_suffix_of_another_format_and_an_existing_file(stored, place, argv, needle):
+    """Issue 31 (12): `--format trl --out x.csv` wrote JSON lines into a .csv; an existing file was overwritten."""
+    root, _ = stored
+    (place / "afile.jsonl").write_text("keep me too")
+    before, place_before = fingerprint(root), listing(place)
+    argv = [arg.format(place=place) for arg in argv]
+    refused(vhd("export", *argv, "--warehouse", str(root), env=clean_env(place.parent / f"{place.name}-home")),
+            needle.format(place=place))
+    assert_untouched(root, before, place, place_before)
+    assert (place / "afile.jsonl").read_text() == "keep me too"
+
+
+def test_export_replaces_an_existing_file_with_force(stored, place):
+    root, _ = stored
+    env = clean_env(place.parent / f"{place.name}-home")
+    for fmt, name in (("jsonl", "rows.jsonl"), ("trl", "trl.parquet"), ("skyrl", "skyrl.jsonl")):
+        (place / name).write_text("old")
+        result = vhd("export", "--format", fmt, "--out", str(place / name), "--force", "--warehouse", str(root),
+                     env=env)
+        assert result.returncode == 0, result.stderr
+        assert (place / name).read_bytes() != b"old"
+    assert len((place / "rows.jsonl").read_text().splitlines()) == 2 * 3
+
+
+# --- report --format json: one document ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["cost", "setter", "diversity", "eval"])
+def test_a_report_in_json_is_one_document(stored, tmp_path, kind):
+    """Issue 31 (12): `vhd report cost --format json` printed five JSON arrays back to back (not parseable)."""
+    root, _ = stored
+    result = vhd("report", kind, "--format", "json", "--warehouse", str(root), env=clean_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)  # the whole output, one JSON value
+    assert isinstance(document, dict) and len(document) >= 2
+    assert all(isinstance(rows, list) for rows in document.values())
+    if kind == "diversity":
+        assert {row["family"]: row["environments"] for row in document["family x domain coverage"]} == {
+            "knapsack": 1, "lp": 1}

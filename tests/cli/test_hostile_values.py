@@ -212,3 +212,56 @@ def test_an_environment_landed_before_its_family_changed_refuses_to_play_with_on
     url = land_specs(str(tmp_path / "wh"), [old])
     result = vhd("play", old.env_id, "--agent", "oracle", "--warehouse", url)
     assert_one_line_error(result, f"generated for version {old.version}", "generate it again")
+
+
+# --- numeric options: finite and bounded (cli.main.Bound) ----------------------------------------------------------
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["query", "SELECT 1", "--timeout", "inf"], "--timeout inf is above the maximum of 86,400 seconds (one day); "
+                                                "leave --timeout out for no limit"),
+    (["query", "SELECT 1", "--timeout", "1e400"], "--timeout inf is above the maximum of 86,400 seconds"),
+    (["query", "SELECT 1", "--timeout", "1e20"], "--timeout 1e+20 is above the maximum of 86,400 seconds"),
+    (["query", "SELECT 1", "--timeout", "nan"], "--timeout must be a number, got nan"),
+    (["query", "SELECT 1", "--timeout=-inf"], "--timeout must be a positive number of seconds, got -inf"),
+    (["serve-envs", "--session-ttl", "1e400"], "--session-ttl inf is above the maximum of 86,400 seconds"),
+    (["serve-envs", "--session-ttl", "nan"], "--session-ttl must be a number, got nan"),
+    (["generate", "--max-cost-usd", "inf"], "--max-cost-usd inf is above the maximum of 1,000,000 USD"),
+    (["generate", "--max-cost-usd", "nan"], "--max-cost-usd must be a number, got nan"),
+    (["warehouse", "clean", "--min-age-hours", "inf"], "--min-age-hours inf is above the maximum of 87,600 hours"),
+    (["export", "--out", "x.jsonl", "--limit", "9" * 4000], "--limit 999999... (an integer of 4000 digits) is above"),
+], ids=lambda value: value if isinstance(value, str) else " ".join(value[:4])[:40])
+def test_non_finite_and_huge_numbers_are_refused_with_one_line(warehouse, tmp_path, argv, needle):
+    """Issue 31 (9): `--timeout inf` (1e400, 1e20) was an OverflowError in a thread and exit code 0; `--session-ttl
+    1e400` meant never; `--limit 10**30` a DuckDB conversion error that did not name --limit."""
+    url, _ = warehouse
+    result = vhd(*argv, "--warehouse", url, cwd=tmp_path, timeout=60,
+                 env={"VHD_PREFECT_START_TIMEOUT": "1", "PREFECT_API_URL": "http://127.0.0.1:9/api"})
+    assert_one_line_error(result, needle)
+    assert result.returncode == 2 and result.stdout == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_numeric_option_of_every_command_has_a_bound():
+    """A numeric option added without a Bound would take inf, nan or 10**30 again: each one declares its range, and
+    its bounds are accepted while one past them is refused."""
+    from cli.main import COMMANDS, build_parser
+
+    parser = build_parser()
+    checked = 0
+    for name in COMMANDS:
+        command = parser.commands[name]
+        bounds = getattr(command, "bounds", {})
+        for action in command._actions:
+            if action.type in (int, float):
+                assert action.dest in bounds, f"vhd {name} {action.option_strings[0]} has no Bound"
+                flag, bound = bounds[action.dest]
+                assert flag == action.option_strings[0]
+                for inside in (bound.low if not bound.low_open else bound.low + 1, bound.high):
+                    assert bound.refusal(flag, action.type(inside)) is None, (name, flag, inside)
+                assert flag in bound.refusal(flag, action.type(bound.high) + 1)
+                assert flag in bound.refusal(flag, action.type(bound.low) - 1)
+                if action.type is float:
+                    for wild in (math.inf, -math.inf, math.nan):
+                        assert flag in bound.refusal(flag, wild)
+                checked += 1
+    assert checked >= 24

@@ -209,3 +209,115 @@ def test_a_row_without_a_spec_is_refused_in_one_line():
     with pytest.raises(ValueError) as refused:
         env_from_trainer_row({"prompt": []})
     assert "spec_json" in str(refused.value) and "\n" not in str(refused.value)
+
+
+# --- tampered rows: verified on load (no warehouse: rows of integrations.generate.spec_from_seed) ----------------
+
+@pytest.fixture(scope="module")
+def seeded_rows():
+    from integrations.generate import spec_from_seed
+    from integrations.rows import trainer_rows
+
+    spec = spec_from_seed(3)
+    return {fmt: trainer_rows([spec], fmt, modes=["hidden"])[0] for fmt in ("trl", "skyrl")}
+
+
+def _with_spec(row: dict, edit) -> dict:
+    """The row with its spec edited by `edit(spec dict)` and every env_id column made that edited spec's id (a
+    consistent forgery: only the spec's own checks can refuse it)."""
+    from schemas.envspec import EnvSpec
+
+    row = json.loads(json.dumps(row))
+    holder = row if "spec_json" in row else row["extra_info"]
+    data = json.loads(holder["spec_json"])
+    edit(data)
+    holder["spec_json"] = json.dumps(data)
+    try:
+        env_id = EnvSpec.model_validate_json(holder["spec_json"]).env_id
+    except Exception:  # noqa: BLE001 - a spec too big or odd to hash keeps its old id
+        return row
+    for where in (row, row.get("extra_info") or {}):
+        if "env_id" in where:
+            where["env_id"] = env_id
+    return row
+
+
+def _set(path: str, value):
+    def edit(data: dict) -> None:
+        *parents, last = path.split(".")
+        for part in parents:
+            data = data[part]
+        data[last] = value
+    return edit
+
+
+TAMPERED = {
+    "trl env_id": ("trl", lambda row: row.update(env_id=row["family"] + "-0123456789abcdef"), "the row's env_id"),
+    "skyrl top env_id": ("skyrl", lambda row: row.update(env_id="x-1"), "the row's env_id 'x-1' is not the id"),
+    "skyrl extra_info env_id": ("skyrl", lambda row: row["extra_info"].update(env_id="x-1"),
+                                "the row's extra_info.env_id 'x-1' is not the id"),
+    "trl spec edited": ("trl", lambda row: row.update(spec_json=row["spec_json"].replace(
+        '"turn_budget":', '"turn_budget":1', 1)), "is not the id of its spec_json"),
+    "skyrl spec edited": ("skyrl", lambda row: row["extra_info"].update(spec_json=row["extra_info"][
+        "spec_json"].replace('"horizon":', '"horizon":1', 1)), "is not the id of its spec_json"),
+    "trl environment": ("trl", lambda row: row.update(environment="tools-0000000000000000"), "the row's environment"),
+    "trl mode of other tools": ("trl", lambda row: row.update(mode="written"), "the row's environment"),
+    "trl tools edited": ("trl", lambda row: row.update(tools="[]"), "the row's tools are not"),
+    "skyrl mode differs": ("skyrl", lambda row: row.update(mode="written"),
+                           "the row's mode 'written' is not its spec's mode 'hidden'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAMPERED))
+def test_a_row_that_does_not_match_its_spec_is_refused_in_one_line(seeded_rows, case):
+    from schemas.errors import UserError
+
+    fmt, change, needle = TAMPERED[case]
+    row = json.loads(json.dumps(seeded_rows[fmt]))
+    change(row)
+    with pytest.raises(UserError, match=needle) as refused:
+        env_from_trainer_row(row)
+    assert "\n" not in str(refused.value)
+
+
+FORGED_SPECS = {
+    "u_star NaN": (_set("reference.u_star", float("nan")), "reference u_star is nan, not a finite number"),
+    "u0 infinite": (_set("reference.u0", float("inf")), "reference u0 is inf, not a finite number"),
+    "baseline NaN": (_set("reference.baselines.informed", float("nan")), "baselines.informed is nan"),
+    "turn_budget 10**18": (_set("turn_budget", 10**18), "turn_budget 1,000,000,000,000,000,000 is outside 1..10,000"),
+    "turn_budget 0": (_set("turn_budget", 0), "turn_budget 0 is outside"),
+    "20,000 optimal_actions": (lambda d: d["reference"].update(optimal_actions=d["reference"]["optimal_actions"][:1]
+                                                              * 20_000), "20,000 optimal_actions, over the limit"),
+    "200,000 optimal_actions": (lambda d: d["reference"].update(optimal_actions=[{"name": "a" * 20, "args": {}}]
+                                                               * 200_000), "characters, over the limit of 4,000,000"),
+}
+
+
+@pytest.mark.parametrize("fmt", ["trl", "skyrl"])
+@pytest.mark.parametrize("case", sorted(FORGED_SPECS))
+def test_a_spec_out_of_bounds_or_not_finite_is_refused_even_with_its_own_id(seeded_rows, fmt, case):
+    from schemas.errors import UserError
+
+    edit, needle = FORGED_SPECS[case]
+    row = _with_spec(seeded_rows[fmt], edit)
+    with pytest.raises(UserError, match=needle) as refused:
+        env_from_trainer_row(row)
+    assert "\n" not in str(refused.value)
+
+
+def test_score_completion_refuses_a_tampered_row_and_scores_a_true_one(seeded_rows):
+    from integrations.completions import score_completion
+    from schemas.errors import UserError
+
+    row = seeded_rows["trl"]
+    assert score_completion(row, []).score == 0.0
+    with pytest.raises(UserError, match="not a finite number"):
+        score_completion(_with_spec(row, _set("reference.u_star", float("nan"))), [])
+
+
+@pytest.mark.parametrize("fmt", ["trl", "skyrl"])
+def test_untampered_rows_still_load(seeded_rows, fmt):
+    row = seeded_rows[fmt]
+    env = env_from_trainer_row(row)
+    assert env.env_id == row["env_id"] and env.mode == "hidden"
+    assert env_from_trainer_row({"spec_json": env.spec.model_dump_json(), "mode": "revealed"}).mode == "revealed"

@@ -7,9 +7,11 @@ as a subprocess (the MCP Python client, and raw lines where the test is about ma
 from __future__ import annotations
 
 import json
+import queue
 import select
 import socket
 import subprocess
+import threading
 import time
 
 import anyio
@@ -179,20 +181,23 @@ INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
 
 
-def _mcp_lines(warehouse: str, env_id: str, lines: list[str]) -> list[dict]:
-    """Send raw lines to `vhd serve-mcp` after the handshake; every answer (one JSON object per line)."""
+def _mcp_lines(warehouse: str, env_id: str, lines: list[str], wait_s: float = 60) -> list[dict]:
+    """Send raw lines to `vhd serve-mcp` after the handshake, input left open; every answer (one JSON object per
+    line) until one per request came, or none came for `wait_s` (a line never answered)."""
     text = "\n".join([json.dumps(INIT), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
                       *lines]) + "\n"
     process = subprocess.Popen([VHD, "serve-mcp", env_id, "--warehouse", warehouse], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     process.stdin.write(text)
     process.stdin.flush()
+    received: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [received.put(line) for line in process.stdout], daemon=True).start()
     answers = []
     expected = 1 + len([line for line in lines if line.strip() and '"notifications/' not in line])
-    deadline = time.monotonic() + 60
-    while len(answers) < expected and time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
+    while len(answers) < expected:
+        try:
+            line = received.get(timeout=wait_s)
+        except queue.Empty:
             break
         answers.append(json.loads(line, parse_constant=_refuse))
     process.stdin.close()
@@ -259,3 +264,50 @@ def test_human_play_survives_huge_integers_and_broken_json(warehouse, spec):
     assert result.stdout.count(f"argument '{argument}' must be") == 4
     assert "arguments nest lists or objects too deeply" in result.stdout
     assert f'"turns_left": {spec.turn_budget - 6}' in result.stdout  # 6 turns spent, this one included
+
+
+def _mcp_until_eof(warehouse: str, env_id: str, lines: list[str]) -> list[dict]:
+    """Pipe the handshake and `lines` into `vhd serve-mcp`, then end of input at once; every answer it gave."""
+    text = "\n".join([json.dumps(INIT), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                      *lines]) + "\n"
+    result = subprocess.run([VHD, "serve-mcp", env_id, "--warehouse", warehouse], input=text, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and "ERROR" not in result.stderr, result.stderr
+    return [json.loads(line, parse_constant=_refuse) for line in result.stdout.splitlines()]
+
+
+def test_every_request_piped_before_end_of_input_is_answered(warehouse, spec):
+    pings = [json.dumps({"jsonrpc": "2.0", "id": i, "method": "ping"}) for i in range(1, 6)]
+    calls = [json.dumps({"jsonrpc": "2.0", "id": f"call-{i}", "method": "tools/call",
+                         "params": {"name": "turns_left", "arguments": {}}}) for i in range(5)]
+    answers = _mcp_until_eof(warehouse, spec.env_id, pings + calls)
+    assert sorted(map(str, (a["id"] for a in answers))) == sorted(
+        ["0", "1", "2", "3", "4", "5"] + [f"call-{i}" for i in range(5)])
+    assert all("result" in a for a in answers)
+    left = sorted(json.loads(a["result"]["content"][0]["text"])["turns_left"] for a in answers
+                  if str(a["id"]).startswith("call-"))
+    assert left == [spec.turn_budget - n for n in range(5, 0, -1)]  # each call was served, once
+
+
+def test_an_id_of_5000_digits_is_refused_with_a_null_id_and_a_long_one_is_kept(warehouse, spec):
+    long_id = "9" * 999
+    answers = _mcp_lines(warehouse, spec.env_id, [
+        f'{{"jsonrpc": "2.0", "id": {DIGITS_5000}, "method": "ping"}}',
+        f'{{"jsonrpc": "2.0", "id": -{DIGITS_5000}, "method": "ping"}}',
+        f'{{"jsonrpc": "2.0", "id": {long_id}, "method": "ping"}}'], wait_s=20)
+    init, huge, negative, kept = answers
+    for refused in (huge, negative):
+        assert refused["id"] is None and refused["error"]["code"] == -32600
+        assert "the id must be a string or an integer of fewer than 1,000 digits" in refused["error"]["message"]
+    assert kept["id"] == int(long_id) and kept["result"] == {}
+
+
+@pytest.mark.parametrize("bad_id", ['{"a": 1}', "[1]", "null", "1.5", "true"])
+def test_a_request_whose_id_is_not_a_string_or_integer_is_an_invalid_request(warehouse, spec, bad_id):
+    answers = _mcp_lines(warehouse, spec.env_id, [f'{{"jsonrpc": "2.0", "id": {bad_id}, "method": "ping"}}',
+                                                  json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"})],
+                         wait_s=20)
+    init, refused, served = answers
+    assert refused["id"] is None and refused["error"]["code"] == -32600, refused
+    assert served == {"jsonrpc": "2.0", "id": 3, "result": {}}
