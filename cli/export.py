@@ -1,4 +1,5 @@
-"""`vhd export`: selected environments, one row per environment and mode, as JSON lines or Parquet."""
+"""`vhd export`: selected environments, one row per environment and mode, as JSON lines or Parquet, or as trainer-ready
+datasets (`--format trl|skyrl|hf`, integrations/rows.py)."""
 
 from __future__ import annotations
 
@@ -62,8 +63,6 @@ def cmd_export(args) -> int:
     # the format asked for (argparse offers the export and trainer formats), else the one --out's suffix names
     fmt = check_export_out(args, args.format)  # before anything is selected or rendered
     if fmt in TRAINER_FORMATS:  # trainer-ready datasets (integrations.rows)
-        from cli.integrations import cmd_export_trainer
-
         return cmd_export_trainer(args, wh)
     from envs.catalog import select_specs
     from envs.export import export_rows, write_rows
@@ -75,4 +74,23 @@ def cmd_export(args) -> int:
     rows = export_rows(specs, modes)
     path = write_rows(rows, args.out, fmt)
     print(f"wrote {len(rows)} row(s) ({len(specs)} environment(s) x {len(modes)} mode(s)) to {path} as {fmt}")
+    return 0
+
+
+def cmd_export_trainer(args, wh) -> int:
+    from envs.catalog import select_specs
+    from integrations.rows import trainer_rows, write_trainer_rows
+
+    out = os.path.expanduser(args.out)
+    check_export_out(args, args.format)  # a path the format can take, not a file already there without --force
+    modes = parse_modes(args.mode)
+    specs = select_specs(args.where, args.limit, wh, args.seed)  # --limit: a seeded sample, stratified by family
+    rows = trainer_rows(specs, args.format, modes, sample_seed=args.seed if args.limit is not None else None)
+    path = write_trainer_rows(rows, out, args.format)
+    shape = ("a dataset folder: configuration 'default' with every family, one per family, splits from the rows' "
+             "split" if args.format == "hf" else "Parquet" if str(path).endswith(".parquet") else "JSON lines")
+    if args.limit is not None:
+        shape += f"; a sample drawn with --seed {args.seed}"
+    print(f"wrote {len(rows)} row(s) ({len(specs)} environment(s) x {len(modes)} mode(s)) to {path} for "
+          f"{args.format} ({shape})")
     return 0
