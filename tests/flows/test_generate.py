@@ -56,8 +56,8 @@ def test_a_run_that_died_before_its_commit_is_finished_from_the_stage_cache(pref
 
 
 def test_a_short_shard_gets_more_rounds_and_the_flow_lands_the_pinned_ids(prefect_server, tmp_path):
-    """The pinned hard plan: some shards reject instances past their spares, and the flow runs their second and
-    third rounds (task runs named -r2, -r3); what lands is what tests/tasks/test_pinned_ids.py pins, also when a
+    """The pinned hard plan: some shards reject instances past their spares, and the flow runs their second
+    rounds (task runs named -r2); what lands is what tests/tasks/test_pinned_ids.py pins, also when a
     re-run takes every round's stages from the cache."""
     import json
     import shutil
@@ -70,17 +70,19 @@ def test_a_short_shard_gets_more_rounds_and_the_flow_lands_the_pinned_ids(prefec
     wh = resolve_warehouse(warehouse)
     ids = run_query(wh, "SELECT env_id FROM environments ORDER BY env_id").column("env_id").to_pylist()
     assert summary["status"] == "completed" and ids == pinned
-    third = {f"{stage}-negotiation-train-0000-r3" for stage in ("sample", "solve", "render", "validate")}
-    runs = settled_task_runs(summary["flow_run_id"], lambda runs: third <= {r.name for r in runs})
-    assert third | {"validate-negotiation-train-0000-r2"} <= {r.name for r in runs}
+    # negotiation's and sequential_stopping's shards need a second round (tests/tasks/test_pinned_ids.py's plan)
+    second = {f"{stage}-{family}-train-0000-r2" for stage in ("sample", "solve", "render", "validate")
+              for family in ("negotiation", "sequential_stopping")}
+    runs = settled_task_runs(summary["flow_run_id"], lambda runs: second <= {r.name for r in runs})
+    assert second | {"validate-negotiation-train-0000"} <= {r.name for r in runs}
 
-    def third_cached(runs) -> bool:
-        return {(r.name, r.state.name) for r in runs if r.state is not None} >= {(name, "Cached") for name in third}
+    def second_cached(runs) -> bool:
+        return {(r.name, r.state.name) for r in runs if r.state is not None} >= {(name, "Cached") for name in second}
 
     shutil.rmtree(tmp_path / "wh" / "_commits")  # as if the process died after landing, before committing
     again = run_generate(workers=2, warehouse=warehouse, **HARD_PLAN)
     assert run_query(wh, "SELECT env_id FROM environments ORDER BY env_id").column("env_id").to_pylist() == pinned
-    assert third_cached(settled_task_runs(again["flow_run_id"], third_cached))
+    assert second_cached(settled_task_runs(again["flow_run_id"], second_cached))
 
 
 def test_shards_run_a_few_at_a_time_the_largest_first(prefect_server, tmp_path):

@@ -18,16 +18,16 @@ PLAN = {"date": "2026-01-01", "count": 39, "families": None}
 # one may stop short and the run ends partial, which is what the flow must do but not what this plan pins
 HARD_FAMILIES = ("ecommerce_365,facility_location,inventory_dp,knapsack,lp,negotiation,qp,routing,scheduling,"
                  "sequential_stopping,tardiness,travel_planning")
-HARD_PLAN = {"date": "2026-01-01", "count": 12, "families": HARD_FAMILIES, "difficulty": "hard"}
+HARD_PLAN = {"date": "2026-01-01", "count": 12, "families": HARD_FAMILIES, "tier": "hard"}  # run_generate's names
 
 
-def landed_ids(date: str, count: int, families: str | None, difficulty: str | None = None) -> dict[str, list[str]]:
+def landed_ids(date: str, count: int, families: str | None, tier: str | None = None) -> dict[str, list[str]]:
     """The stage functions one after the other in this process (no Prefect, no pool): admitted ids per shard."""
     from tasks.plan import plan_shards
     from tasks.rounds import run_shard
 
     ids = {}
-    for shard in plan_shards(date, count, families, difficulty=difficulty):
+    for shard in plan_shards(date, count, families, difficulty=tier):
         ids[shard.key] = [env.spec.env_id for env in run_shard(shard).admitted]
     return ids
 
