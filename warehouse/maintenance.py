@@ -72,9 +72,42 @@ def _duplicate_keys(con: duckdb.DuckDBPyConnection, wh: Warehouse, table: str, p
     return lines
 
 
+def _tampered_rows(con: duckdb.DuckDBPyConnection, wh: Warehouse, paths: list[str]) -> list[str]:
+    """One line per environment whose spec_json no longer hashes to its env_id (edited after landing): a reader
+    would serve the edited spec under the landed id. Landing writes the spec's canonical JSON, so the hash of the
+    stored text is checked in SQL; a row that differs is parsed and its canonical form hashed (a spec stored in
+    another key order before that), and only a row that differs both ways, or does not parse, is reported. Rows
+    whose env_id is not of the form `<family>-<16 hex digits>` are not environments this project landed."""
+    if not paths:
+        return []
+    from schemas.envspec import EnvSpec
+
+    urls = ", ".join(literal(wh.url_of(wh.path(p))) for p in paths)
+    rows = con.execute(
+        f"SELECT env_id, spec_json FROM read_parquet([{urls}], union_by_name=true) "
+        "WHERE regexp_matches(env_id, '^[a-z0-9_]+-[0-9a-f]{16}$') AND env_id IS DISTINCT FROM "
+        "regexp_replace(env_id, '-[0-9a-f]{16}$', '') || '-' || left(sha256(spec_json), 16) "
+        "ORDER BY env_id"
+    ).fetchall()
+    lines = []
+    for env_id, spec_json in rows:
+        try:
+            recomputed = EnvSpec.model_validate_json(spec_json).env_id
+        except ValueError:
+            lines.append(f"table environments: env_id {env_id} holds a spec_json that does not parse as a spec "
+                         "(edited after landing); fix: restore the file from its source, or land the run again")
+            continue
+        if recomputed != env_id:
+            lines.append(f"table environments: env_id {env_id} holds a spec that hashes to {recomputed} (edited "
+                         "after landing); fix: restore the file from its source, or land the run again")
+    if len(lines) > _SHOWN:
+        lines = [*lines[:_SHOWN], f"table environments: {len(lines) - _SHOWN} more edited specs"]
+    return lines
+
+
 def check(wh: Warehouse) -> list[str]:
-    """Every problem of the warehouse, one line each: bad markers, damaged, missing, duplicated (leftovers apart:
-    see ``inspect``)."""
+    """Every problem of the warehouse, one line each: bad markers, damaged, missing, duplicated, edited specs
+    (leftovers apart: see ``inspect``)."""
     return inspect(wh)[0]
 
 
@@ -133,6 +166,7 @@ def inspect(wh: Warehouse) -> tuple[list[str], list[str]]:
         broken = {p for files in damaged.values() for p in files}
         for table in TABLES:
             problems += _duplicate_keys(con, wh, table, [p for p in visible[table] if p not in broken])
+        problems += _tampered_rows(con, wh, [p for p in visible["environments"] if p not in broken])
     finally:
         con.close()
     return problems, leftovers

@@ -3,6 +3,7 @@ and files written before a column was added stay queryable."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pyarrow
 import pyarrow.parquet as pq
 import pytest
 
+from schemas.envspec import EnvSpec
 from schemas.tables import TABLES, arrow_schema
 from tests.cli.test_cli import assert_one_line_error, vhd
 from tests.warehouse.test_catalog import moto_endpoint, s3_wh  # noqa: F401, F811 - fixtures
@@ -149,6 +151,25 @@ def test_check_lists_every_problem(copy):
     assert any(f"commit marker {bad_marker} is unreadable" in line for line in lines)
     assert lines[-1] == (f"{len(lines) - 2} problem(s) in {copy.url}; 1 leftover file(s) no query sees: "
                          "vhd warehouse clean removes those older than 24 h")
+
+
+def test_check_reports_a_spec_edited_after_landing(copy):
+    path = _a_committed_file(copy, "environments")
+    table = pq.read_table(path)
+    specs = table.column("spec_json").to_pylist()
+    edited = json.loads(specs[0])
+    edited["turn_budget"] += 1  # a quiet edit: the spec still parses, under the landed id
+    specs[1] = "{not a spec"
+    ids = table.column("env_id").to_pylist()
+    pq.write_table(table.set_column(table.column_names.index("spec_json"), "spec_json",
+                                    pyarrow.array([json.dumps(edited), *specs[1:]])), path)
+    recomputed = EnvSpec.model_validate(edited).env_id
+    lines = check(copy)
+    assert f"table environments: env_id {ids[0]} holds a spec that hashes to {recomputed} (edited after landing); " \
+           "fix: restore the file from its source, or land the run again" in lines
+    assert any(line.startswith(f"table environments: env_id {ids[1]} holds a spec_json that does not parse")
+               for line in lines)
+    assert len(lines) == 2
 
 
 def test_check_finds_duplicate_keys_across_files(tmp_path):
