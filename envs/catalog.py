@@ -52,7 +52,27 @@ def load_spec(env_id: str, warehouse=None, where: str = "true") -> EnvSpec:
                       f"SELECT spec_json FROM environments WHERE env_id = '{env_id}'{scope} LIMIT 1")
     if table.num_rows == 0:
         raise not_found(env_id)
-    return EnvSpec.model_validate_json(table.column("spec_json")[0].as_py())
+    return landed_spec(env_id, table.column("spec_json")[0].as_py())
+
+
+def landed_spec(env_id: str, spec_json: str) -> EnvSpec:
+    """The spec a catalog row holds, refused in one line when it no longer hashes to the row's id (edited after
+    landing: it would be served under an id that is not its own) or does not parse. Landing stores the canonical
+    JSON, so the stored text's hash is checked first; a spec stored in another key order is parsed and hashed."""
+    import hashlib
+
+    edited = (f"environment {env_id}'s stored spec was edited after landing (it {{}}); `vhd warehouse check` lists "
+              "such rows: restore the file, or land the run again")
+    family = env_id.rsplit("-", 1)[0]
+    if f"{family}-{hashlib.sha256(spec_json.encode()).hexdigest()[:16]}" == env_id:
+        return EnvSpec.model_validate_json(spec_json)
+    try:
+        spec = EnvSpec.model_validate_json(spec_json)
+    except ValueError:
+        raise UserError(edited.format("does not parse as a spec")) from None
+    if spec.env_id != env_id:
+        raise UserError(edited.format(f"hashes to {spec.env_id}"))
+    return spec
 
 
 def selected_count(where: str = "true", warehouse=None) -> int:
@@ -124,8 +144,9 @@ def select_specs(where: str = "true", limit: int | None = None, warehouse=None, 
         raise UserError(f"--seed must be an integer, got {seed!r}")
     wh, predicate = _warehouse(warehouse), check_predicate(where)
     if limit is None:
-        table = run_query(wh, f"SELECT spec_json FROM environments WHERE ({predicate}) ORDER BY env_id")
-        return [EnvSpec.model_validate_json(text) for text in table.column("spec_json").to_pylist()]
+        table = run_query(wh, f"SELECT env_id, spec_json FROM environments WHERE ({predicate}) ORDER BY env_id")
+        return [landed_spec(env_id, text) for env_id, text in
+                zip(table.column("env_id").to_pylist(), table.column("spec_json").to_pylist(), strict=True)]
     members = run_query(wh, f"SELECT DISTINCT env_id, family FROM environments WHERE ({predicate})")
     pairs = zip(members.column("env_id").to_pylist(), members.column("family").to_pylist(), strict=True)
     drawn = sample_ids(list(pairs), int(limit), seed)
@@ -136,4 +157,4 @@ def select_specs(where: str = "true", limit: int | None = None, warehouse=None, 
     quoted = ", ".join(f"'{env_id}'" for env_id in drawn)
     table = run_query(wh, f"SELECT env_id, spec_json FROM environments WHERE env_id IN ({quoted})")
     specs = dict(zip(table.column("env_id").to_pylist(), table.column("spec_json").to_pylist(), strict=True))
-    return [EnvSpec.model_validate_json(specs[env_id]) for env_id in drawn if env_id in specs]
+    return [landed_spec(env_id, specs[env_id]) for env_id in drawn if env_id in specs]

@@ -86,3 +86,28 @@ def test_a_limit_draws_a_seeded_sample_of_every_family(warehouse):
     assert len(select_specs("true", 3, warehouse)) == 3
     with pytest.raises(ValueError, match="--seed must be an integer"):
         select_specs("true", 3, warehouse, 1.5)
+
+
+def test_a_row_whose_spec_was_edited_after_landing_is_refused_not_served_under_its_id(tmp_path):
+    import json
+
+    from schemas.errors import UserError
+    from tests.support import make_spec
+    from tests.warehouse.test_landing import DATE, environments_frame
+    from warehouse.landing import commit_run, land
+    from warehouse.location import resolve_warehouse
+
+    honest, tampered, broken = make_spec("knapsack", 0), make_spec("lp", 1), make_spec("qp", 2)
+    edited = json.loads(tampered.model_dump_json())
+    edited["turn_budget"] += 1  # still a valid spec, now under another id
+    frame = environments_frame([honest.env_id, tampered.env_id, broken.env_id]).assign(
+        family=["knapsack", "lp", "qp"],
+        spec_json=[honest.model_dump_json(), json.dumps(edited), "{not a spec"])  # the first in pydantic's order
+    wh = resolve_warehouse(str(tmp_path / "wh"))
+    commit_run(wh, "run-a", DATE, {"environments": [land(wh, "environments", frame, DATE, "s1")]}, {})
+    assert load_spec(honest.env_id, wh).env_id == honest.env_id
+    with pytest.raises(UserError, match=f"{tampered.env_id}'s stored spec was edited after landing \\(it hashes to "
+                                        f"{tampered.family}-"):
+        load_spec(tampered.env_id, wh)
+    with pytest.raises(UserError, match="does not parse as a spec"):
+        load_spec(broken.env_id, wh)
