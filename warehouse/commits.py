@@ -12,7 +12,6 @@ import datetime as dt
 import json
 import posixpath
 import re
-import time
 import uuid
 from typing import Any
 
@@ -154,24 +153,15 @@ def commit_lock(wh: Warehouse, wait_seconds: float = COMMIT_LOCK_WAIT_SECONDS):
     if not wh.is_local:
         yield
         return
-    import fcntl
+    from pathlib import Path
+
+    from platformkit.processes import held_flock
 
     wh.fs.makedirs(wh.root, exist_ok=True)
-    deadline = time.monotonic() + wait_seconds
-    with open(wh.path(COMMIT_LOCK_NAME), "a+b") as handle:
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise WarehouseError(f"another run has held the commit lock of {wh.url} for over "
-                                         f"{wait_seconds:.0f} s; commit again when it has finished") from None
-                time.sleep(0.05)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    busy = WarehouseError(f"another run has held the commit lock of {wh.url} for over {wait_seconds:.0f} s; commit "
+                          "again when it has finished")
+    with held_flock(Path(wh.path(COMMIT_LOCK_NAME)), wait_seconds, busy=lambda: busy):
+        yield
 
 
 def _read_markers(wh: Warehouse, pattern: str) -> list[dict[str, Any]]:
