@@ -16,7 +16,7 @@ from warehouse.commits import commit_lock
 from warehouse.landing import commit_run, committed_shards, land
 from warehouse.location import resolve_warehouse
 
-TRIES_WAIT_SECONDS = 15.0
+TRIES_WAIT_SECONDS = 30.0
 RUN_TABLE_KEY = "vhd-generate-run"  # the table artifact of every generate run (the UI keeps its history)
 
 
