@@ -23,10 +23,10 @@ from typing import Any
 LOOPBACK = "127.0.0.1"
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this id exists (signal 0; one owned by another user exists too)."""
+def _answers_signal_zero(send: Any, target: int) -> bool:
+    """Whether `send(target, 0)` reaches something (one owned by another user counts)."""
     try:
-        os.kill(pid, 0)
+        send(target, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
@@ -34,14 +34,14 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (signal 0; one owned by another user exists too)."""
+    return _answers_signal_zero(os.kill, pid)
+
+
 def group_alive(pgid: int) -> bool:
     """Whether a process group with this id has a member left."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
+    return _answers_signal_zero(os.killpg, pgid)
     return True
 
 
