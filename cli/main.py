@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from cli.output import DOCUMENT_FORMATS, FORMATS
 from cli.shared import EVAL_REPORT, HUMAN
@@ -101,11 +102,19 @@ def check_bounds(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
             raise UserError(refusal)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's parser, whose refusal of bad arguments is one line (argparse prints the whole usage block first):
+    the problem, and where to read the command's options."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The `vhd` parser. With `command`, only that command's options are built and the others are listed by name and
     help: the options' choices and defaults come from the registries and constants that own them (the families'
     agents, the export formats, ...), which a command need not import to run another one."""
-    parser = argparse.ArgumentParser(prog="vhd", description=__doc__, epilog=EPILOG)
+    parser = OneLineParser(prog="vhd", description=__doc__, epilog=EPILOG)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     parser.commands = {}  # each command's parser, whose `bounds` check_bounds reads
     for name, entry in COMMANDS.items():

@@ -329,6 +329,19 @@ def test_numeric_options_are_bounded_before_any_work(stored, place, argv, needle
     assert_untouched(root, before, place, place_before)
 
 
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["generate", "--count", "abc"], "error: argument --count: invalid int value: 'abc' (see `vhd generate --help`)"),
+    (["query", "--timeout", "soon", "select 1"], "argument --timeout: invalid float value: 'soon'"),
+    (["generate", "--runner", "spark"], "argument --runner: invalid choice: 'spark'"),
+    (["generate", "--no-such-option"], "unrecognized arguments: --no-such-option (see `vhd --help`)"),
+])
+def test_a_value_argparse_refuses_is_one_line_too(stored, place, argv, needle):
+    """Issue 31 (9): a non-number or an unknown option printed argparse's whole usage block before the error."""
+    root, _ = stored
+    home = place.parent / f"{place.name}-home"
+    refused(vhd(*argv, "--warehouse", str(root), env=clean_env(home), timeout=60), needle)
+
+
 # --- export: the suffix matches the format, an existing file is replaced only with --force -------------------------
 
 @pytest.mark.parametrize(("argv", "needle"), [
