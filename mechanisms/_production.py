@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from mechanisms.params import one_entry_each, rows_of
+from mechanisms.threads import single_threaded
 
 
 def scipy_optimize(name: str) -> Callable[..., Any]:
@@ -17,7 +18,8 @@ def scipy_optimize(name: str) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         import scipy.optimize
 
-        return getattr(scipy.optimize, name)(*args, **kwargs)
+        with single_threaded():  # after the import: scipy's own BLAS is loaded with it (mechanisms.threads)
+            return getattr(scipy.optimize, name)(*args, **kwargs)
 
     call.__name__ = call.__qualname__ = name
     call.__doc__ = f"scipy.optimize.{name}, imported when first called (importing scipy.optimize takes about a second)."

@@ -25,9 +25,11 @@ from mechanisms.arguments import (  # noqa: F401 - re-exported: families read th
     require_int_list,
     require_number,
 )
+from mechanisms.canonical import canonical_actions, canonical_data, canonical_number
 from mechanisms.facts import Fact, stated
 from mechanisms.operations import Operation, collect_operations, operation_calls  # noqa: F401 - re-exported
 from mechanisms.players import Knowledge, Policy, Seat, decisions, listing_calls, run_policy
+from mechanisms.threads import single_threaded
 from schemas.envspec import Action, OperationSpec, pickled_actions, unpickled_actions
 from schemas.errors import UserError
 from schemas.tiers import TIERS  # noqa: F401 - re-exported: the tiers belong with Tier
@@ -60,19 +62,24 @@ def describe_validation_error(family: str, error: ValidationError) -> str:
 
 @dataclass
 class Solution:
-    """The exact reference: u*, the actions that reach it, and what the solver did."""
+    """The exact reference: u*, the actions that reach it, and what the solver found (`facts`: the answer's parts,
+    which the spec records) and how it got there (`diagnostics`: iterations, statuses, residuals, the method that
+    succeeded; they may differ with the host, so the spec never records them: mechanisms.canonical)."""
 
     u_star: float
     optimal_actions: list[Action]
     solver: str
     facts: dict[str, Any] = field(default_factory=dict)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
 
     def __reduce__(self):  # actions pickled as plain data (see schemas.envspec.pickled_actions)
-        return (_solution, (self.u_star, pickled_actions(self.optimal_actions), self.solver, self.facts))
+        return (_solution, (self.u_star, pickled_actions(self.optimal_actions), self.solver, self.facts,
+                            self.diagnostics))
 
 
-def _solution(u_star: float, actions: list[dict[str, Any]], solver: str, facts: dict[str, Any]) -> Solution:
-    return Solution(u_star, unpickled_actions(actions), solver, facts)
+def _solution(u_star: float, actions: list[dict[str, Any]], solver: str, facts: dict[str, Any],
+              diagnostics: dict[str, Any] | None = None) -> Solution:
+    return Solution(u_star, unpickled_actions(actions), solver, facts, diagnostics or {})
 
 
 def _outcome(solution: Solution, default: list[dict[str, Any]], u0: float, u_idle: float,
@@ -163,15 +170,23 @@ def _parsed(kind: str, source: Any, make: Callable[[], Any]) -> Any:
     return hit[1]
 
 
-def _remembering(solve: Callable[[Any, Any], Solution]) -> Callable[[Any, Any], Solution]:
+def _canonical(solve: Callable[[Any, Any], Solution]) -> Callable[[Any, Any], Solution]:
+    """Every family's `solve`: run with one BLAS thread (mechanisms.threads), its output made canonical
+    (Mechanism.canonical_solution), remembered inside a `remembered_solutions()` block."""
+
+    def solved(self, params):
+        with single_threaded():
+            solution = solve(self, params)
+        return self.canonical_solution(params, solution)
+
     @functools.wraps(solve)
     def remembered(self, params):
         memory = _REMEMBERED.get()
         if memory is None:
-            return solve(self, params)
+            return solved(self, params)
         key = (self.id, params.model_dump_json())
         if key not in memory:
-            memory[key] = solve(self, params)
+            memory[key] = solved(self, params)
         return memory[key]
 
     return remembered
@@ -183,7 +198,7 @@ class Mechanism(ABC, Generic[P]):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "solve" in cls.__dict__ and not getattr(cls.__dict__["solve"], "__isabstractmethod__", False):
-            cls.solve = _remembering(cls.__dict__["solve"])
+            cls.solve = _canonical(cls.__dict__["solve"])
 
     id: ClassVar[str]
     version: ClassVar[int]
@@ -378,7 +393,8 @@ class Mechanism(ABC, Generic[P]):
 
     def play(self, params: P, actions: list[Action], budget: int | None = None) -> tuple[float, int, int]:
         """Replay actions as an agent would: each call spends a turn, a refused call is an error that changes
-        nothing, the episode ends when it finishes or the turns run out. Returns (utility, turns, errors)."""
+        nothing, the episode ends when it finishes or the turns run out. Returns (utility, turns, errors): the
+        utility canonical (mechanisms.canonical)."""
         state = self.initial_state(params)
         turns = errors = 0
         for action in actions:
@@ -389,21 +405,22 @@ class Mechanism(ABC, Generic[P]):
                 self.apply(params, state, action)
             except ActionError:
                 errors += 1
-        return self.utility(params, state), turns, errors
+        return canonical_number(self.utility(params, state)), turns, errors
 
     # --- convenience ----------------------------------------------------------------------
     def run(self, params: P, actions: list[Action]) -> float:
-        """Replay actions on a fresh state directly (no tools) and return the utility."""
+        """Replay actions on a fresh state directly (no tools) and return the utility (canonical, as the spec records
+        utilities: mechanisms.canonical)."""
         state = self.initial_state(params)
         for action in actions:
             if self.finished(state):
                 break
             self.apply(params, state, action)
-        return self.utility(params, state)
+        return canonical_number(self.utility(params, state))
 
     def outcome(self, params: P, solution: Solution | None = None) -> Outcome:
         """The reference of `params`: its solution (solved here unless given: the sampler may have solved it), the
-        default and idle policies' utilities and the baselines'."""
+        default and idle policies' utilities and the baselines' (canonical, as run and run_policy give them)."""
         solution = self.solve(params) if solution is None else solution
         default, u0 = run_policy(self, params, self.default_policy)
         return Outcome(
@@ -413,6 +430,21 @@ class Mechanism(ABC, Generic[P]):
             u_idle=self.run(params, self.idle_actions(params)),
             baselines={name: self.run(params, actions) for name, actions in self.baseline_actions(params).items()},
         )
+
+    def canonical_solution(self, params: P, solution: Solution) -> Solution:
+        """`solution` as the spec records it (mechanisms.canonical): float arguments of the optimal actions rounded
+        toward zero and u* replayed from them, u* and the facts rounded. Actions that the rounding would break (a
+        refused call, or a replay off u* by more than 1e-9 relative: a plan whose order matters under negative
+        coefficients) are kept as solved."""
+        actions, u_star = canonical_actions(solution.optimal_actions), solution.u_star
+        if actions is not solution.optimal_actions:
+            replayed, _, errors = self.play(params, actions)
+            if errors == 0 and abs(replayed - u_star) <= 1e-9 * max(1.0, abs(u_star)):
+                u_star = replayed
+            else:
+                actions = solution.optimal_actions
+        return Solution(canonical_number(u_star), actions, solution.solver, canonical_data(solution.facts),
+                        solution.diagnostics)
 
     def operation(self, params: P, name: str) -> OperationSpec:
         for op in self.operations(params):

@@ -454,7 +454,7 @@ def _report(state: dict[str, Any], first: int, sold: list[int] | None, before: f
 
 class Ecommerce365(Mechanism[EcommerceParams]):
     id = "ecommerce_365"
-    version = 3  # issue 27: the prose is part of the spec
+    version = 4  # issue 30: canonical solver output (mechanisms.canonical); 3: issue 27, the prose is part of the spec
     group = "external"
     summary = ("run an online store day by day: prices, advertising and stock orders with a lead time, without "
                "going bankrupt; Wagner-Whitin lot-sizing DP on the bankruptcy-free relaxation, certified by replay")

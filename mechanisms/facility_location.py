@@ -136,7 +136,7 @@ def _by_site(p: FacilityParams, rates: list[list[float]], customer: int) -> dict
 
 class FacilityLocation(Mechanism[FacilityParams]):
     id = "facility_location"
-    version = 4  # issue 27: the prose is part of the spec
+    version = 5  # issue 30: canonical solver output (mechanisms.canonical); 4: issue 27, the prose is part of the spec
     group = "far_ood_probe"
     summary = "open candidate sites and assign customers to them at least total cost; exact subset enumeration"
     Params = FacilityParams

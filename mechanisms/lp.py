@@ -199,7 +199,7 @@ Plan = Annotated[list[float], Between(0, _quantity_bound, max_items="n_products"
 
 class LP(Mechanism[LPParams]):
     id = "lp"
-    version = 3  # issue 27: the prose is part of the spec
+    version = 4  # issue 30: canonical solver output (mechanisms.canonical); 3: issue 27, the prose is part of the spec
     group = "near_ood"
     summary = "plan production over periods under resource limits and demand caps; linear program (HiGHS)"
     Params = LPParams
@@ -288,9 +288,9 @@ class LP(Mechanism[LPParams]):
         u_star = self.utility(p, state)
         if abs(u_star + result.fun) > 1e-6 * max(1.0, abs(u_star)):
             raise RuntimeError(f"replayed plan earns {u_star}, HiGHS reported {-result.fun}")
-        facts = {"variables": p.n, "rows": len(b), "lp_objective": float(-result.fun),
-                 "iterations": int(getattr(result, "nit", 0) or 0)}
-        return Solution(u_star, actions, "HiGHS LP (scipy.optimize.linprog, method=highs)", facts)
+        facts = {"variables": p.n, "rows": len(b), "lp_objective": float(-result.fun)}
+        diagnostics = {"iterations": int(getattr(result, "nit", 0) or 0)}  # the path, not the answer: not in the spec
+        return Solution(u_star, actions, "HiGHS LP (scipy.optimize.linprog, method=highs)", facts, diagnostics)
 
     def _bulk(self, p: LPParams, x: np.ndarray) -> list[Action] | None:
         """One bulk setting and one commit per period, if the dynamics keep every quantity exactly (they do unless

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mechanisms.arguments import ActionError
+from mechanisms.canonical import canonical_actions, canonical_number
 from mechanisms.operations import operation_calls
 from schemas.envspec import Action, OperationSpec
 
@@ -105,8 +106,10 @@ class Seat:
 
     def call(self, op: str | Action, **args: Any) -> dict[str, Any] | None:
         """Make one call (an Action, or an operation name and its arguments); returns its observation, or
-        {"error": ...} when refused (the turn is spent, nothing changed), or None when the episode is over."""
-        action = op if isinstance(op, Action) else Action(op=op, args=args)
+        {"error": ...} when refused (the turn is spent, nothing changed), or None when the episode is over. A float
+        argument is made canonical first (mechanisms.canonical): the calls recorded in a spec and their replay do not
+        depend on the host's last bits."""
+        action = canonical_actions([op if isinstance(op, Action) else Action(op=op, args=args)])[0]
         if self.over:
             return None
         self.turns += 1
@@ -132,10 +135,11 @@ Policy = Callable[[Seat], None]
 
 def run_policy(mechanism: Mechanism, params: Any, policy: Policy, budget: int | None = None
                ) -> tuple[list[Action], float]:
-    """Play `policy` on a fresh state within `budget` turns; (its calls, the utility reached)."""
+    """Play `policy` on a fresh state within `budget` turns; (its calls, the utility reached: canonical, as a spec
+    records utilities, mechanisms.canonical)."""
     seat = Seat(mechanism, params, budget)
     policy(seat)
-    return seat.calls, seat._utility()
+    return seat.calls, canonical_number(seat._utility())
 
 
 def sheet_calls(known: Knowledge) -> list[Action]:

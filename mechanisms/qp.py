@@ -29,7 +29,9 @@ Solved exactly: scipy SLSQP gives a starting point; its active set (the rows wit
 their limit) is taken and the KKT system of that equality-constrained QP is solved by linear algebra;
 the result is verified (primal feasibility, multipliers >= 0, stationarity, each within 1e-9 relative)
 and, if the verification fails, a primal active-set method from x = 0 finds the optimum instead and is
-verified the same way. The residuals are recorded in the solver facts. The tests check the solver
+verified the same way. The residuals, SLSQP's status and iterations and the method that succeeded are the
+solution's diagnostics, not its facts: they differ with the host's BLAS threads and CPU, and the spec records only
+the answer (mechanisms.canonical; the plan rounded toward zero to 10 significant digits). The tests check the solver
 against an enumeration of every active set.
 """
 
@@ -43,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mechanisms._production import limits, planned, resource_shapes, room, scipy_optimize
 from mechanisms.base import NEAR_OPTIMAL, ActionError, Mechanism, Solution, Tier
+from mechanisms.canonical import canonical_argument
 from mechanisms.facts import BUDGET_END, END, OBJECTIVE, Fact, probed, rule
 from mechanisms.operations import Between, Observation, State, clock, decision, info, probe
 from mechanisms.params import finite, flat, non_negative, rows_of, stickers_default_to_truth
@@ -213,15 +216,17 @@ def active_set_search(q: np.ndarray, c: np.ndarray, g: np.ndarray, h: np.ndarray
     raise RuntimeError("active-set search did not converge")
 
 
-def solve_qp(p: QPParams) -> tuple[np.ndarray, dict[str, Any]]:
-    """The exact optimum: SLSQP's active set verified through the KKT system, else the active-set search."""
+def solve_qp(p: QPParams) -> tuple[np.ndarray, dict[str, Any], dict[str, Any]]:
+    """The exact optimum: SLSQP's active set verified through the KKT system, else the active-set search.
+    Returns (x, facts of the answer, diagnostics of the path: SLSQP's status and iterations, the method that
+    succeeded, the KKT residuals; they differ with the host, see mechanisms.canonical)."""
     c, q, _, _ = _arrays(p)
     g, h = _constraints(p)
     start = np.zeros(p.n)
     result = minimize(lambda x: -(c @ x) + 0.5 * x @ q @ x, start, jac=lambda x: q @ x - c, method="SLSQP",
                       constraints=[{"type": "ineq", "fun": lambda x: h - g @ x, "jac": lambda x: -g}],
                       options={"ftol": 1e-14, "maxiter": 500})
-    facts: dict[str, Any] = {"slsqp_status": int(result.status), "slsqp_iterations": int(result.nit)}
+    diagnostics: dict[str, Any] = {"slsqp_status": int(result.status), "slsqp_iterations": int(result.nit)}
     slsqp_x = np.asarray(result.x, dtype=float)
     tight = h - g @ slsqp_x <= 1e-6 * np.maximum(1.0, np.abs(h))
     active = [int(i) for i in np.flatnonzero(tight)]
@@ -234,14 +239,14 @@ def solve_qp(p: QPParams) -> tuple[np.ndarray, dict[str, Any]]:
         method = "active_set_search"
         x, active, multipliers, iterations = active_set_search(q, c, g, h)
         residuals = kkt_residuals(q, c, g, h, x, active, multipliers)
-        facts["active_set_iterations"] = iterations
+        diagnostics["active_set_iterations"] = iterations
         if not _verified(residuals):
             raise RuntimeError(f"QP optimum failed the KKT verification: {residuals}")
-    facts.update(method=method, kkt_residuals=residuals,
-                 active_resources=[i + 1 for i in active if i < p.m],
-                 zero_products=[i - p.m + 1 for i in active if i >= p.m],
-                 resource_prices=[float(multipliers[active.index(i)]) if i in active else 0.0 for i in range(p.m)])
-    return x, facts
+    diagnostics.update(method=method, kkt_residuals=residuals)
+    facts = {"kkt_tolerance": KKT_TOLERANCE, "active_resources": [i + 1 for i in active if i < p.m],
+             "zero_products": [i - p.m + 1 for i in active if i >= p.m],
+             "resource_prices": [float(multipliers[active.index(i)]) if i in active else 0.0 for i in range(p.m)]}
+    return x, facts, diagnostics
 
 
 
@@ -274,7 +279,7 @@ Plan = Annotated[list[float], Between(0, _quantity_bound, max_items="n", min_ite
 
 class QP(Mechanism[QPParams]):
     id = "qp"
-    version = 3  # issue 27: the prose is part of the spec
+    version = 4  # issue 30: canonical solver output (mechanisms.canonical); 3: issue 27, the prose is part of the spec
     group = "near_ood"
     summary = ("plan production with increasing marginal cost under resource limits; convex quadratic program "
                "(SLSQP, made exact by the KKT system of its active set)")
@@ -337,7 +342,7 @@ class QP(Mechanism[QPParams]):
 
     def solve(self, params: QPParams) -> Solution:
         p = params
-        x, facts = solve_qp(p)
+        x, facts, diagnostics = solve_qp(p)
         x = np.clip(x, 0.0, None)
         x[x <= 1e-12 * max(1.0, float(x.max(initial=0.0)))] = 0.0
         _, _, a, b = _arrays(p)
@@ -350,6 +355,8 @@ class QP(Mechanism[QPParams]):
         if _over(p, x):
             raise RuntimeError("the optimal plan does not fit the resource limits")
         x = np.minimum(x, _quantity_bound(p))
+        # the plan as the spec records it (mechanisms.canonical): rounded toward zero, it still fits
+        x = np.asarray([canonical_argument(float(v)) for v in x])
         actions = ([Action(op="set_plan", args={"quantities": [float(v) for v in x]})] if np.any(x > 0) else [])
         actions.append(Action(op="commit_plan"))
         state = self.initial_state(p)
@@ -358,7 +365,7 @@ class QP(Mechanism[QPParams]):
         u_star = self.utility(p, state)
         facts.update(products=p.n, resources=p.m, objective=u_star)
         return Solution(u_star, actions, "SLSQP active set made exact by its KKT system (verified; "
-                        "primal active-set fallback)", facts)
+                        "primal active-set fallback)", facts, diagnostics)
 
     def initial_state(self, params: QPParams) -> dict[str, Any]:
         return {"quantities": [0.0] * params.n, "committed": False, "finished": False}

@@ -207,7 +207,7 @@ POSTED_TIME_ERROR, POSTED_WEIGHT_ERROR = 0.3, 0.3  # the posted figures' log-nor
 
 class Scheduling(JobFamily, Mechanism[SchedulingParams]):
     id = "scheduling"
-    version = 4  # issue 27: the prose is part of the spec
+    version = 5  # issue 30: canonical solver output (mechanisms.canonical); 4: issue 27, the prose is part of the spec
     group = "far_ood_probe"
     summary = ("assign jobs to identical parallel machines and order them to minimise total weighted completion "
                "time; Smith's rule per machine, dynamic programming over subsets")

@@ -160,7 +160,7 @@ Thresholds = Annotated[list[float], Between(max_items="rounds")]
 
 class SequentialStopping(Mechanism[StoppingParams]):
     id = "sequential_stopping"
-    version = 3  # issue 27: the prose is part of the spec
+    version = 4  # issue 30: canonical solver output (mechanisms.canonical); 3: issue 27, the prose is part of the spec
     group = "far_ood_structure"
     summary = "offers arrive one by one from a known distribution; accept one or pass (no recall); optimal stopping"
     Params = StoppingParams

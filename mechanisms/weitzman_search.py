@@ -192,7 +192,7 @@ Boxes = Annotated[list[int], Between(1, "boxes", max_items="boxes"),
 
 class WeitzmanSearch(Mechanism[WeitzmanParams]):
     id = "weitzman_search"
-    version = 3  # issue 27: the prose is part of the spec
+    version = 4  # issue 30: canonical solver output (mechanisms.canonical); 3: issue 27, the prose is part of the spec
     group = "far_ood_structure"
     summary = "open costly boxes with known prize distributions one at a time, keep the best; Pandora's boxes"
     Params = WeitzmanParams

@@ -70,9 +70,9 @@ def test_a_short_shard_gets_more_rounds_and_the_flow_lands_the_pinned_ids(prefec
     wh = resolve_warehouse(warehouse)
     ids = run_query(wh, "SELECT env_id FROM environments ORDER BY env_id").column("env_id").to_pylist()
     assert summary["status"] == "completed" and ids == pinned
-    # negotiation's and sequential_stopping's shards need a second round (tests/tasks/test_pinned_ids.py's plan)
+    # negotiation's and scheduling's shards need a second round (tests/tasks/test_pinned_ids.py's plan)
     second = {f"{stage}-{family}-train-0000-r2" for stage in ("sample", "solve", "render", "validate")
-              for family in ("negotiation", "sequential_stopping")}
+              for family in ("negotiation", "scheduling")}
     runs = settled_task_runs(summary["flow_run_id"], lambda runs: second <= {r.name for r in runs})
     assert second | {"validate-negotiation-train-0000"} <= {r.name for r in runs}
 

@@ -82,7 +82,7 @@ def test_contract_shape():
                 assert arg.items == "integer" and arg.max_items == p.horizon and arg.minimum in (0, 1)
                 continue
             assert arg.type == "integer" and arg.minimum == 1 and arg.maximum is not None
-    assert M.group == "external" and M.version == 3
+    assert M.group == "external" and M.version == 4
     assert M.size_range == (1, 3) and M.horizon_range == (30, 365) and M.default_horizon == 365
     assert 3 <= len(M.grid()) <= 6
     assert p.products == M.default_size and p.horizon == 365

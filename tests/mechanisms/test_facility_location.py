@@ -69,7 +69,7 @@ def test_contract_shape():
                 assert arg.items == "integer" and arg.max_items == arg.maximum
     assert {op.name: op.estimates for op in ops if op.decoy} == {"read_posted_opening_costs": "opening_cost",
                                                                 "read_posted_rates": "cost_per_unit_from"}
-    assert M.group == "far_ood_probe" and M.version == 4
+    assert M.group == "far_ood_probe" and M.version == 5
     assert 3 <= len(M.grid()) <= 6
     for size, horizon in M.grid():
         assert M.size_range[0] <= size <= M.size_range[1] and M.horizon_range[0] <= horizon <= M.horizon_range[1]

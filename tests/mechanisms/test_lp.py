@@ -76,7 +76,7 @@ def test_contract_shape():
     for op in ops:
         if "product" in op.args:
             assert op.args["product"].type == "integer" and op.args["product"].maximum == p.n_products
-    assert M.group == "near_ood" and M.version == 3
+    assert M.group == "near_ood" and M.version == 4
     assert M.size_range == (2, 10) and M.horizon_range == (1, 8)
     plan = next(op for op in ops if op.name == "set_plan").args["quantities"]
     assert plan.type == "array" and plan.items == "number" and plan.max_items == p.n_products

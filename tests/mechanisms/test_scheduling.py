@@ -75,7 +75,7 @@ def test_contract_shape():
         for name, arg in op.args.items():
             assert arg.type == ("array" if name == "jobs" else "integer") and arg.minimum == 1
             assert arg.maximum == (p.machines if name == "machine" else p.jobs)
-    assert M.group == "far_ood_probe" and M.version == 4
+    assert M.group == "far_ood_probe" and M.version == 5
     known = M.knowledge(p)
     assert known.public == {"jobs": p.jobs, "machines": p.machines}
     assert M.probe_allowance(p) == p.jobs + 1 == len(M.probe_order(known))  # every probe; the tiers grant a share

@@ -12,6 +12,7 @@ import pytest
 
 import mechanisms
 from mechanisms.base import ActionError
+from mechanisms.canonical import canonical_data, canonical_number
 from mechanisms.sequential_stopping import StoppingParams, backward_induction, online_policy
 from schemas.envspec import Action
 from setter.corpus import BUNDLE_KEYS, VOCAB_KEYS
@@ -148,8 +149,10 @@ def test_solver_facts_and_baseline():
         o = M.outcome(p)
         facts = o.solution.facts
         thresholds, values = backward_induction(p)
-        assert facts["accept_thresholds"] == thresholds and facts["continuation_values"] == values
-        assert facts["online_expected_value"] == values[0]
+        # the facts as the spec records them: canonical (mechanisms.canonical)
+        assert facts["accept_thresholds"] == canonical_data(thresholds)
+        assert facts["continuation_values"] == canonical_data(values)
+        assert facts["online_expected_value"] == canonical_number(values[0])
         assert facts["online_utility"] == o.baselines["online_optimal"]
         assert o.baselines["online_optimal"] <= o.solution.u_star
         assert len(facts["accept_thresholds"]) == p.rounds
@@ -238,7 +241,7 @@ def test_contract_shape():
                 assert arg.max_items == p.rounds
                 continue
             assert name == "count" and arg.type == "integer" and arg.minimum == 1 and arg.maximum == p.rounds
-    assert M.group == "far_ood_structure" and M.version == 3
+    assert M.group == "far_ood_structure" and M.version == 4
     assert M.probe_allowance(p) == 3 == len(M.listing_order(M.knowledge(p)))
     assert all(M.size_range[0] <= s <= M.size_range[1] and M.horizon_range[0] <= h <= M.horizon_range[1]
                for s, h in M.difficulty_grid)
