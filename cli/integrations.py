@@ -23,7 +23,9 @@ def cmd_serve_openenv(args) -> int:
     tasks = TaskRows.from_catalog(wh, args.where, modes)  # a bad --where fails here, with one line
     print(f"serving the environments of {wh.url} as OpenEnv environment 'vhdplay' on http://{args.host}:{args.port} "
           f"({sum(map(len, tasks.splits.values()))} task row(s) in split(s) {', '.join(tasks.splits) or 'none'}; "
-          f"WebSocket sessions on /ws, at most {args.max_sessions}; Task API under /vhdplay/); Ctrl-C stops",
+          f"WebSocket sessions on /ws, at most {args.max_sessions}, {args.sessions_per_client} per client; "
+          "Task API under /vhdplay/); Ctrl-C stops",
           file=sys.stderr)
-    serve(wh, host=args.host, port=args.port, max_sessions=args.max_sessions, tasks=tasks)
+    serve(wh, host=args.host, port=args.port, max_sessions=args.max_sessions, tasks=tasks,
+          per_client=args.sessions_per_client)
     return 0

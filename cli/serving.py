@@ -22,7 +22,8 @@ def cmd_serve_envs(args) -> int:
     scope = "" if args.where == "true" else f" ({count} selected by --where)"
     print(f"serving the environments of {wh.url}{scope} on http://{args.host}:{args.port} (sessions expire after "
           f"{args.session_ttl:g} s idle; API docs at /docs); Ctrl-C stops", file=sys.stderr)
-    serve(wh, host=args.host, port=args.port, ttl_s=args.session_ttl, where=args.where)
+    serve(wh, host=args.host, port=args.port, ttl_s=args.session_ttl, where=args.where, max_sessions=args.max_sessions,
+          per_client=args.sessions_per_client, body_timeout_s=args.body_timeout)
     return 0
 
 

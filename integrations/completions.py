@@ -30,38 +30,90 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from envs.environment import Environment
+from schemas import payload
 from schemas.envspec import DEFAULT_MODE, EnvSpec
 from schemas.errors import UserError
+from schemas.payload import PayloadError
 from schemas.strict_json import loads
 
-_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
-def parse_action(text: str) -> tuple[str, dict[str, Any]] | None:
+def tool_call_blocks(text: str) -> list[str]:
+    """The text inside each `<tool_call>...</tool_call>` of a reply, stripped, in order. Found with str.find, in
+    linear time: a regex search takes quadratic time over a reply of many unclosed tags."""
+    blocks, start = [], 0
+    while (opened := text.find(_OPEN, start)) >= 0:
+        closed = text.find(_CLOSE, opened + len(_OPEN))
+        if closed < 0:
+            break
+        blocks.append(text[opened + len(_OPEN):closed].strip())
+        start = closed + len(_CLOSE)
+    return blocks
+
+
+def parse_action(text: str) -> tuple[str, dict[str, Any] | Any] | None:
     """(tool name, arguments) of a reply's first `<tool_call>` (or of the reply itself, a JSON object
-    {"name"|"tool": ..., "arguments": {...}}, fenced or not), or None when it holds no well-formed call. Integers of
-    any length are read (schemas.strict_json); text nested too deeply to read is no call."""
-    match = _TOOL_CALL.search(text or "")
-    candidate = match.group(1) if match else (text or "").strip()
+    {"name"|"tool": ..., "arguments": {...}}, fenced or not), or None when it holds no call naming a tool: a reply
+    that is not text, or over schemas.payload's size limit, holds none. The call is read under payload's limits
+    (integers of any length read, as the environment's error's business); arguments that are not an object, or a
+    string that does not read as one (not JSON, nested too deeply), are handed on as they are, for the
+    environment's own error."""
+    if not isinstance(text, str) or payload.size_of(text) > payload.MAX_BYTES:
+        return None
+    blocks = tool_call_blocks(text)
+    candidate = blocks[0] if blocks else text.strip()
     fenced = _FENCE.match(candidate)
     if fenced:
         candidate = fenced.group(1)
     try:
-        call = loads(candidate)
-    except (ValueError, RecursionError):  # json.JSONDecodeError is a ValueError
+        call = payload.read(candidate, "the call")
+    except PayloadError:
         return None
     if not isinstance(call, dict):
         return None
     name, arguments = call.get("name", call.get("tool")), call.get("arguments", {})
+    if not isinstance(name, str):
+        return None
     if isinstance(arguments, str):
         try:
-            arguments = loads(arguments)
-        except (ValueError, RecursionError):
-            return None
-    if not isinstance(name, str) or not isinstance(arguments, dict):
-        return None
+            read = payload.read(arguments, "arguments")
+        except PayloadError:
+            return name, arguments  # the environment reads it again, and answers why it is no object
+        if isinstance(read, dict):
+            return name, read
     return name, arguments
+
+
+def guarded_step(env: Environment, name: Any, arguments: Any) -> dict[str, Any]:
+    """`env.step(name, arguments)` on what a trainer's library parsed (SkyRL, TRL, verifiers, a chat's tool_calls),
+    through schemas.payload's guard first: arguments given as objects are made what the same JSON text reads as (an
+    integer of 1,000 or more digits, at any depth, is shown as such, not a crash); a value JSON has no type for, or
+    nesting past payload.MAX_DEPTH, is the environment's error answer, a turn spent, as any mistake is."""
+    if isinstance(arguments, str):
+        if payload.size_of(arguments) > payload.MAX_BYTES:
+            return spend_turn(env, str(payload.too_large("arguments", payload.size_of(arguments))), name)
+    elif arguments is not None:
+        try:
+            arguments = payload.check(arguments, "arguments", max_depth=payload.MAX_DEPTH)
+        except PayloadError as error:
+            return spend_turn(env, str(error), name)
+    if not isinstance(name, str):
+        return spend_turn(env, f"the tool name must be a string, got a {type(name).__name__}")
+    return env.step(name, arguments)
+
+
+def spend_turn(env: Environment, error: str, name: Any = "") -> dict[str, Any]:
+    """The environment's error answer `{"error": error}` to a call of `name` it could not read, a turn spent as
+    any mistake spends one, and recorded so in its trajectory (after the end: its own refusal, no turn)."""
+    turns = env.turns
+    observation = env.step("", {})
+    if env.turns == turns or "error" not in observation:
+        return observation
+    answer = {**observation, "error": error}
+    env.trajectory[-1] = {"tool": name if isinstance(name, str) else None, "arguments": None, "result": answer}
+    return answer
 
 
 @dataclass
@@ -153,7 +205,7 @@ def score_completion(env_row: Any, messages: Any, mode: str | None = None) -> Co
             observation = env.step("", {})  # spends a turn as any mistake does (or is refused after the end)
             error = call.malformed if env.turns > turns else observation.get("error")
         else:
-            observation = env.step(call.tool, call.arguments)
+            observation = guarded_step(env, call.tool, call.arguments)
             error = observation.get("error")
         if error is not None:
             errors.append({"call": number, "message": call.message, "tool": call.tool, "error": str(error)})
@@ -189,7 +241,7 @@ def _native_call(index: int, entry: Any) -> Call:
 
 
 def _text_calls(index: int, text: str) -> list[Call]:
-    blocks = _TOOL_CALL.findall(text)
+    blocks = tool_call_blocks(text)
     if not blocks:  # a reply that is only the JSON call; any other text is not a call
         parsed = parse_action(text)
         return [] if parsed is None else [Call(index, *parsed)]

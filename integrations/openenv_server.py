@@ -22,8 +22,15 @@ selection, `serve(where=)`, is refused as an unknown one: a served subset is the
 (environment, mode) of the selection, in env_id then mode order. A tool call's observation is the environment's
 answer (a mistake is an answer, as in process: `{"error": ...}` that spends a turn); the reward is 0.0 on every step
 but the one that ends the episode, which carries the score, so the sum over an episode is the score. A step after
-the end, or before any reset, is refused with an error message. At most `max_sessions` sessions are open at once;
-one more gets CAPACITY_REACHED and is closed.
+the end, or before any reset, is refused with an error message. At most `max_sessions` sessions are open at once,
+WebSocket and /mcp ones under the one cap, and at most `per_client` of them per client (peer address, whatever the
+transport); one more gets CAPACITY_REACHED (a WebSocket is then closed), while other clients still get sessions.
+
+Every WebSocket message and /mcp body is read under schemas.payload's limits, the guard of every adapter: a binary
+frame, a message that is not JSON or UTF-8, nested more than payload.MAX_MESSAGE_DEPTH deep, gets an error message
+on the same session, which goes on (an integer of any length is read, for the environment's own error); /mcp answers
+those with JSON-RPC -32700 or -32600, and a body over payload.MAX_BYTES with 413 before reading it whole. A reset to
+a catalog row that fails its checks on load (edited, not a spec, an unknown family) is an EXECUTION_ERROR message.
 
 Sessions live in serving.sessions.SessionStore (as `vhd serve-envs`'s), MCP requests are answered by
 serving.mcp_server.dispatch (as `vhd serve-mcp`'s JSON-RPC framing), and a refusal's code comes from its type:
@@ -46,8 +53,19 @@ from pydantic import BaseModel, ConfigDict
 
 from envs.environment import Environment
 from schemas.envspec import EnvSpec
+from schemas.payload import MAX_BYTES
 from schemas.strict_json import dumps
-from serving.mcp_server import InvalidParams, Methods, ParseError, dispatch, mcp_tools, parse, rpc_error
+from serving.http import BodyLimit
+from serving.mcp_server import (
+    InvalidParams,
+    Methods,
+    ParseError,
+    RpcError,
+    dispatch,
+    mcp_tools,
+    parse,
+    rpc_error,
+)
 from serving.sessions import (
     BadRequest,
     CapacityReached,
@@ -56,11 +74,13 @@ from serving.sessions import (
     Session,
     SessionError,
     SessionStore,
+    Unservable,
     check_mode,
     code_for,
 )
 
 ENV_NAME = "vhdplay"
+SESSIONS_PER_CLIENT = 64  # a quarter of the default --max-sessions: one client cannot hold the whole server
 FINAL_ONLY = "final_step"
 
 CALL_TOOL_SCHEMA = {
@@ -96,7 +116,8 @@ class UnknownMessage(BadRequest):
 
 # the code of a refusal, by its type (the most specific one named wins)
 WS_CODES = {CapacityReached: "CAPACITY_REACHED", EpisodeOver: "EXECUTION_ERROR", NoEpisode: "EXECUTION_ERROR",
-            UnknownMessage: "UNKNOWN_TYPE", ParseError: "INVALID_JSON", SessionError: "VALIDATION_ERROR"}
+            UnknownMessage: "UNKNOWN_TYPE", ParseError: "INVALID_JSON", RpcError: "VALIDATION_ERROR",
+            Unservable: "EXECUTION_ERROR", SessionError: "VALIDATION_ERROR"}
 RPC_CODES = {CapacityReached: -32000, SessionError: InvalidParams.code}
 TASK_API_STATUS = {NotFound: 404, SessionError: 400}
 
@@ -167,8 +188,8 @@ class Play:
     def __init__(self, store: SessionStore, tasks: TaskRows):
         self.store, self.tasks = store, tasks
 
-    def open(self, held: bool = False) -> Session:
-        return self.store.open(Episode(), held)
+    def open(self, held: bool = False, client: str | None = None) -> Session:
+        return self.store.open(Episode(), held, client)
 
     def reset(self, session: Session, data: dict[str, Any]) -> dict[str, Any]:
         data = {k: v for k, v in data.items() if v is not None}
@@ -295,7 +316,7 @@ def _json(data: Any) -> Response:
 
 
 def create_app(load: Callable[[str], EnvSpec], tasks: TaskRows, max_sessions: int = 256,
-               session_ttl_s: float = 600.0):
+               session_ttl_s: float = 600.0, per_client: int | None = SESSIONS_PER_CLIENT):
     """The app over `load(env_id)` (an EnvSpec, or KeyError) and the selection's task rows: an id outside them is
     refused as an unknown one. Sessions live in a SessionStore: a WebSocket's own session is held while it is
     connected and closed with it; a session created over HTTP /mcp expires after `session_ttl_s` idle, unless a
@@ -315,9 +336,10 @@ def create_app(load: Callable[[str], EnvSpec], tasks: TaskRows, max_sessions: in
         return load(env_id)
 
     store = SessionStore(served_load, ttl_s=session_ttl_s, max_sessions=max_sessions,
-                         create_hint="openenv/session/create")
+                         create_hint="openenv/session/create", per_client=per_client)
     play = Play(store, tasks)
     app = FastAPI(title="vhdplay OpenEnv server", description=__doc__.split("\n\n")[0])
+    app.add_middleware(BodyLimit, limit=MAX_BYTES)  # /mcp and the Task API: 413 past schemas.payload's limit
     app.state.store = store
 
     @app.exception_handler(SessionError)
@@ -391,27 +413,38 @@ def create_app(load: Callable[[str], EnvSpec], tasks: TaskRows, max_sessions: in
         """MCP JSON-RPC over HTTP (OpenEnv's production mode): openenv/session/create and /close, tools/list and
         tools/call on a session (`params.session_id`)."""
         try:
-            body = parse(await request.body(), "the body")
-        except ParseError as error:
-            return _json(rpc_error(None, error.code, str(error)))
-        return _json(dispatch(body, http_methods, RPC_CODES))
+            body = parse(await request.body(), "the body")  # schemas.payload's limits: -32700 or -32600
+        except RpcError as error:
+            return _json(rpc_error(error.request_id, error.code, str(error)))
+        client = request.client.host if request.client else None  # the session's quota key: its creator
+        methods = {**http_methods, "openenv/session/create": lambda params: {
+            "session_id": play.open(client=client).session_id}}
+        return _json(dispatch(body, methods, RPC_CODES))
 
     @app.websocket("/ws")
     async def ws(websocket: WebSocket):
         await websocket.accept()
         requested = websocket.query_params.get("session_id")
         try:  # a session created over /mcp (OpenEnv's production mode), or one of its own
-            session = store.hold(requested) if requested else play.open(held=True)
+            session = store.hold(requested) if requested else play.open(
+                held=True, client=websocket.client.host if websocket.client else None)
         except SessionError as error:
-            await websocket.send_text(_error(error))
-            await websocket.close()
+            try:
+                await websocket.send_text(_error(error))
+                await websocket.close()
+            except (RuntimeError, WebSocketDisconnect):  # the client is already gone: nothing to tell it
+                pass
             return
         methods = play.mcp_methods(lambda params: session)
         try:
             while True:
-                raw = await websocket.receive_text()
+                frame = await websocket.receive()
+                if frame["type"] == "websocket.disconnect":
+                    raise WebSocketDisconnect(frame.get("code", 1000))
                 try:
-                    message = parse(raw, "the message")
+                    if frame.get("text") is None:
+                        raise ParseError("Parse error: a binary frame; send each message as a JSON text frame")
+                    message = parse(frame["text"], "the message")  # schemas.payload's limits
                     kind = message.get("type") if isinstance(message, dict) else None
                     data = message.get("data") if isinstance(message, dict) else None
                     if kind == "close":
@@ -429,7 +462,7 @@ def create_app(load: Callable[[str], EnvSpec], tasks: TaskRows, max_sessions: in
                         reply = {"type": "mcp", "data": dispatch(data, methods, RPC_CODES)}
                     else:
                         raise UnknownMessage(f"Unknown message type: {kind!r}")
-                except (SessionError, ParseError) as error:
+                except (SessionError, RpcError) as error:
                     await websocket.send_text(_error(error))
                     continue
                 await websocket.send_text(dumps(reply, default=float))
@@ -442,7 +475,7 @@ def create_app(load: Callable[[str], EnvSpec], tasks: TaskRows, max_sessions: in
                 store.discard(session.session_id)
         try:
             await websocket.close()
-        except RuntimeError:  # already closed by the client
+        except (RuntimeError, WebSocketDisconnect):  # already closed by the client, or it went away without a word
             pass
 
     return app
@@ -467,14 +500,17 @@ def manifest() -> str:
 
 
 def serve(warehouse, host: str = "127.0.0.1", port: int = 8000, max_sessions: int = 256, where: str = "true",
-          modes: list[str] | tuple[str, ...] = ("hidden",), tasks: TaskRows | None = None) -> None:
+          modes: list[str] | tuple[str, ...] = ("hidden",), tasks: TaskRows | None = None,
+          per_client: int | None = SESSIONS_PER_CLIENT) -> None:
     import uvicorn
 
     from envs.catalog import load_spec
 
     tasks = tasks or TaskRows.from_catalog(warehouse, where, modes)
-    app = create_app(lambda env_id: load_spec(env_id, warehouse), tasks, max_sessions)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, ws_max_size=1 << 20)
+    app = create_app(lambda env_id: load_spec(env_id, warehouse), tasks, max_sessions, per_client=per_client)
+    # proxy_headers off: a client is its TCP peer, never what an X-Forwarded-For header claims (the quota's key)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, ws_max_size=1 << 20,
+                proxy_headers=False)
 
 
 def __getattr__(name: str):

@@ -8,7 +8,9 @@ The prompt's system message lists the tools and the call format (SkyRL's generat
 `tools` argument; a skyrl row carries them already, `init` adds them to a trl or hf row's prompt). The model's reply
 is one tool call, `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (or that JSON object alone); the
 observation comes back as the next user message. A reply without a call is the environment's answer too: an error
-observation that spends a turn. The reward is 0.0 on every step but the one that ends the episode, which carries the
+observation that spends a turn. The reply is read under schemas.payload's limits, the guard of every adapter (over
+1 MiB: no call; an integer of any length, arguments nested too deeply: the environment's own error), so no reply
+crashes a step. The reward is 0.0 on every step but the one that ends the episode, which carries the
 score; the episode ends as the environment's does, at its turn budget.
 
 SkyRL's own turn limit (`generator.max_turns`, which its generator passes as `extras["max_turns"]`; or `max_turns` in
@@ -19,14 +21,15 @@ an episode cut short would be scored on a plan it was not allowed to finish.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
-from integrations.completions import parse_action  # the reply parser, shared with score_completion
+from integrations.completions import guarded_step, parse_action  # shared with score_completion
 from integrations.rows import CALL_FORMAT, ENV_CLASS, TOOLS_HEADING, env_from_trainer_row, tools_prompt
+from schemas import payload
 from schemas.errors import UserError
+from schemas.strict_json import dumps
 
 
 class VhdSkyRLEnv(BaseTextEnv):
@@ -53,17 +56,26 @@ class VhdSkyRLEnv(BaseTextEnv):
         if parsed is None:
             observation = self.env.step("", {})  # spends a turn, as any mistake does
             if "error" in observation:
-                observation = {"error": f"no tool call in the reply; answer with {CALL_FORMAT}; tools: "
+                observation = {"error": f"{_no_call(action)}; answer with {CALL_FORMAT}; tools: "
                                         f"{', '.join(sorted(self.env.tool_names))}"}
         else:
-            observation = self.env.step(*parsed)
+            observation = guarded_step(self.env, *parsed)
         done = self.env.done
-        return BaseTextEnvStepOutput(observations=[{"role": "user", "content": json.dumps(observation)}],
+        return BaseTextEnvStepOutput(observations=[{"role": "user", "content": dumps(observation)}],
                                      reward=self.env.score() if done else 0.0, done=done, metadata=self.get_metrics())
 
     def get_metrics(self) -> dict[str, Any]:
         return {"score": self.env.score(), "u": self.env.utility(), "turns": self.env.turns,
                 "errors": self.env.errors}
+
+
+def _no_call(action: Any) -> str:
+    if not isinstance(action, str):
+        return f"the reply is a {type(action).__name__}, not text"
+    size = payload.size_of(action)
+    if size > payload.MAX_BYTES:
+        return f"the reply is {size:,} bytes, over the limit of {payload.MAX_BYTES:,}; no call was read"
+    return "no tool call in the reply"
 
 
 def trainer_turn_limit(env_config: Any, extras: dict[str, Any]) -> int | None:

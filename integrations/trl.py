@@ -19,7 +19,10 @@ row's own tools in its prompt.
     Env = environment_class(env)               # one environment (an Environment, or a spec and a mode), get_reward
     GRPOTrainer(model=..., train_dataset=rows, args=..., **grpo_arguments(rows))   # many: one reward, env_score
 
-Each instance holds its own Environment; `reset` starts a fresh episode, so rollouts never share state.
+Each instance holds its own Environment; `reset` starts a fresh episode, so rollouts never share state. A tool
+method's arguments (as TRL's parser made them) pass schemas.payload's guard, the one of every adapter, before the
+environment sees them: an integer of any length, a value JSON has no type for or nesting too deep is the
+environment's own error answer (a turn spent), never an exception TRL would report in its own words.
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ from collections.abc import Iterable
 from typing import Any, Literal  # noqa: F401 - Literal is used by the generated source
 
 from envs.environment import Environment
+from integrations.completions import guarded_step
 from integrations.rows import env_from_trainer_row, tool_interface, tools_json
 from schemas.envspec import EnvSpec
 from schemas.errors import UserError
+from schemas.strict_json import dumps
 
 RESERVED = {"reset", "get_reward", "score", "done", "env", "tools", "env_score"}  # the class's own attributes
 _TYPES = {"integer": "int", "number": "float", "string": "str", "boolean": "bool", "object": "dict"}
@@ -71,7 +76,7 @@ class VhdTrlEnvironment:
     def _call(self, method: str, arguments: dict[str, Any]) -> str:
         names = self._arg_names[method]
         args = {names[key]: value for key, value in arguments.items() if value is not None}
-        return self.env.call(self._tool_names[method], args)
+        return dumps(guarded_step(self.env, self._tool_names[method], args), default=float)
 
 
 class RewardedTrlEnvironment(VhdTrlEnvironment):

@@ -13,10 +13,16 @@ mode or tool or malformed arguments, 429 at capacity; see serving.sessions): a b
 (refused on its Content-Length before it is read, or once a streamed body passes the limit), a field the body
 does not take is 422 naming it. Handlers are coroutines on one event loop, so sessions never race each other;
 only loading a spec from the catalog runs in a thread.
+
+Fairness (see serving.sessions): each client (peer address) holds at most `per_client` of the `max_sessions`
+sessions; one more is 429 for that client only. A request body must arrive whole within `body_timeout_s` of its
+headers, or the request is answered 408 and the connection closed; a client that goes away mid-body is one log line.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -26,14 +32,26 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from schemas import payload
 from schemas.envspec import EnvSpec
-from schemas.strict_json import dumps, loads
+from schemas.payload import MAX_BYTES, PayloadError
+from schemas.strict_json import dumps
 from serving import sessions
-from serving.sessions import DEFAULT_TTL_S, BadRequest, SessionError, SessionStore, code_for
+from serving.sessions import (
+    DEFAULT_TTL_S,
+    MAX_SESSIONS,
+    SESSIONS_PER_CLIENT,
+    BadRequest,
+    SessionError,
+    SessionStore,
+    code_for,
+)
 
-MAX_BODY_BYTES = 1 << 20  # 1 MiB: a tool call is a few hundred bytes
+MAX_BODY_BYTES = MAX_BYTES  # schemas.payload's limit, 1 MiB: a tool call is a few hundred bytes
+BODY_TIMEOUT_S = 5.0  # a whole body within this of its headers: a tool call's body is one packet
+log = logging.getLogger("uvicorn.error")  # the server's own log (uvicorn configures its handler and level)
 HTTP_STATUS = {sessions.NotFound: 404, sessions.Gone: 410, sessions.EpisodeOver: 409, BadRequest: 422,
-               sessions.CapacityReached: 429, SessionError: 400}
+               sessions.CapacityReached: 429, sessions.Unservable: 503, SessionError: 400}
 
 
 class CreateSession(BaseModel):
@@ -55,28 +73,37 @@ def _json(data: dict[str, Any], status: int = 200) -> Response:
 
 
 class BodyLimit:
-    """ASGI middleware: 413 for a request body over `limit` bytes, without holding more than `limit` in memory.
+    """ASGI middleware: 413 for a request body over `limit` bytes, without holding more than `limit` in memory;
+    408 for a body that has not arrived whole `timeout_s` after its headers.
 
     A declared Content-Length over the limit is refused before any of the body is read (the server holds the
-    body to that length); a streamed (chunked) body is read up to the limit, then handed on, or refused as soon
-    as it passes it.
+    body to that length); any other body is read up to the limit, then handed on, or refused as soon as it passes
+    it. A client that stalls mid-body is answered 408 and its connection closed, not held open; one that goes away
+    mid-body is one warning line (the app never sees a half body, so no ClientDisconnect traceback).
     """
 
-    def __init__(self, app, limit: int = MAX_BODY_BYTES) -> None:
-        self.app, self.limit = app, limit
+    def __init__(self, app, limit: int = MAX_BODY_BYTES, timeout_s: float = BODY_TIMEOUT_S) -> None:
+        self.app, self.limit, self.timeout_s = app, limit, timeout_s
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         length = dict(scope["headers"]).get(b"content-length")
-        if length is not None:
-            if length.isdigit() and int(length) > self.limit:
-                return await self._refuse(send)
-            return await self.app(scope, receive, send)
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            return await self._refuse(send)
         chunks, size = [], 0
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
         while True:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), deadline - asyncio.get_running_loop().time())
+            except TimeoutError:
+                log.warning("client %s: request body of %s %s not whole after %g s (%d bytes came); answered 408",
+                            _peer(scope), scope["method"], scope["path"], self.timeout_s, size)
+                return await self._refuse(send, 408, f"request body not received within {self.timeout_s:g} s; "
+                                                     "send the whole body at once")
             if message["type"] != "http.request":  # the client went away
+                log.warning("client %s went away before the request body of %s %s ended (%d bytes came)",
+                            _peer(scope), scope["method"], scope["path"], size)
                 return None
             chunk = message.get("body", b"")
             size += len(chunk)
@@ -97,12 +124,23 @@ class BodyLimit:
 
         return await self.app(scope, replay, send)
 
-    async def _refuse(self, send) -> None:
-        body = dumps({"detail": f"request body too large: the limit is {self.limit:,} bytes"}).encode()
-        await send({"type": "http.response.start", "status": 413,
+    async def _refuse(self, send, status: int = 413, detail: str = "") -> None:
+        detail = detail or f"request body too large: the limit is {self.limit:,} bytes"
+        body = dumps({"detail": detail}).encode()
+        await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                                 (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": body})
+
+
+def _peer(scope) -> str:
+    client = scope.get("client")
+    return f"{client[0]}:{client[1]}" if client else "unknown"
+
+
+def client_of(request: Request) -> str | None:
+    """The key a client's sessions are counted on: its peer address (no port: one host is one client)."""
+    return request.client.host if request.client else None
 
 
 def _field_names(model: type[BaseModel]) -> str:
@@ -115,11 +153,13 @@ def _state(session) -> dict[str, Any]:
             "turn_budget": env.spec.turn_budget, "done": env.done, "score": env.score(), "u": env.utility()}
 
 
-def create_app(load_spec: Callable[[str], EnvSpec], ttl_s: float = DEFAULT_TTL_S) -> FastAPI:
-    """The app over `load_spec(env_id)` (an EnvSpec, or KeyError for an unknown id)."""
-    store = SessionStore(load_spec, ttl_s=ttl_s)
+def create_app(load_spec: Callable[[str], EnvSpec], ttl_s: float = DEFAULT_TTL_S, max_sessions: int = MAX_SESSIONS,
+               per_client: int | None = SESSIONS_PER_CLIENT, body_timeout_s: float = BODY_TIMEOUT_S) -> FastAPI:
+    """The app over `load_spec(env_id)` (an EnvSpec, or KeyError for an unknown id): at most `max_sessions`
+    sessions, `per_client` of them per client (None: no quota), each request body whole within `body_timeout_s`."""
+    store = SessionStore(load_spec, ttl_s=ttl_s, max_sessions=max_sessions, per_client=per_client)
     app = FastAPI(title="vhdplay environments", description=__doc__)
-    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, timeout_s=body_timeout_s)
     app.state.store = store
 
     @app.exception_handler(SessionError)
@@ -140,9 +180,9 @@ def create_app(load_spec: Callable[[str], EnvSpec], ttl_s: float = DEFAULT_TTL_S
         return {"status": "ok", "sessions": len(store.sessions)}
 
     @app.post("/sessions", status_code=201)
-    async def create(body: CreateSession):
+    async def create(body: CreateSession, request: Request):
         spec = store._specs.get(body.env_id) or await run_in_threadpool(store.spec, body.env_id)
-        session = store.create(spec, body.mode)
+        session = store.create(spec, body.mode, client_of(request))
         env = session.env
         return _json({**_state(session), "instructions": env.instructions, "tools": env.tools()}, 201)
 
@@ -158,10 +198,9 @@ def create_app(load_spec: Callable[[str], EnvSpec], ttl_s: float = DEFAULT_TTL_S
     async def call(session_id: str, request: Request):
         # parsed by hand: the hot path of a rollout, and a malformed body still gets one line
         try:
-            body = loads(await request.body())
-        except (ValueError, RecursionError):
-            raise BadRequest("malformed request: the body is not JSON; send {\"name\": ..., "
-                             "\"arguments\": {...}}") from None
+            body = payload.read(await request.body(), "the body")  # the one guard of every adapter
+        except PayloadError as error:
+            raise BadRequest(f"malformed request: {error}; send {{\"name\": ..., \"arguments\": {{...}}}}") from None
         if not isinstance(body, dict) or not isinstance(body.get("name"), str):
             raise BadRequest("malformed request: the body must be a JSON object with a string 'name' "
                              "and an object 'arguments'")
@@ -193,8 +232,10 @@ def catalog_loader(warehouse, where: str = "true") -> Callable[[str], EnvSpec]:
 
 
 def serve(warehouse, host: str = "127.0.0.1", port: int = 8000, ttl_s: float = DEFAULT_TTL_S,
-          where: str = "true") -> None:
+          where: str = "true", max_sessions: int = MAX_SESSIONS, per_client: int | None = SESSIONS_PER_CLIENT,
+          body_timeout_s: float = BODY_TIMEOUT_S) -> None:
     import uvicorn
 
-    uvicorn.run(create_app(catalog_loader(warehouse, where), ttl_s), host=host, port=port, log_level="warning",
-                access_log=False)
+    app = create_app(catalog_loader(warehouse, where), ttl_s, max_sessions, per_client, body_timeout_s)
+    # proxy_headers off: a client is its TCP peer, never what an X-Forwarded-For header claims (the quota's key)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, proxy_headers=False)

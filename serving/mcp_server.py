@@ -5,9 +5,12 @@ as text (`is_error` when the environment refused it) and, once the episode is ov
 `{"episode_over": true, "score": ..., "u": ...}`. The environment's instructions are the server's
 instructions. Agent mistakes are observations, as in process; a call after the end is an error result.
 
-A line that is not JSON gets the JSON-RPC error -32700 (parse error), JSON that is not a JSON-RPC message
--32600 (invalid request), both with a null id unless the request's id can be read (the SDK's transport drops
-such lines without an answer). Integers of any length are read (schemas.strict_json.loads), so a tool argument
+Every line is read under schemas.payload's limits, the guard of every adapter. A line that is not JSON (or
+nested too deeply to read) gets the JSON-RPC error -32700 (parse error); JSON that is not a JSON-RPC message, a
+line over payload.MAX_BYTES (read in pieces and dropped, never held whole) or one nesting lists or objects more
+than payload.MAX_MESSAGE_DEPTH deep (which the SDK's own parser drops without an answer) -32600 (invalid request);
+each with a null id unless the request's id can be read (the SDK's transport drops such lines without an
+answer). Integers of any length are read (schemas.strict_json.loads), so a tool argument
 of 5,000 digits reaches the environment, which answers with its own error. A message whose id is not a string or
 an integer of fewer than LONG_INT_DIGITS digits (an object, a list, null, a float, a 5,000-digit integer) is an
 invalid request, answered with id null (the SDK would take it for a notification, or answer under another id).
@@ -35,14 +38,21 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from envs.environment import Environment
-from schemas.strict_json import LONG_INT_DIGITS, dumps, is_long_int, loads
+from schemas import payload
+from schemas.payload import MAX_BYTES, PayloadError
+from schemas.strict_json import LONG_INT_DIGITS, dumps, is_long_int
 from serving.sessions import code_for
 
 
 class RpcError(Exception):
-    """A JSON-RPC error answer: its code from its type, its text the error's message."""
+    """A JSON-RPC error answer: its code from its type, its text the error's message; `request_id` the id to
+    answer under when the message was read far enough to have one."""
 
     code = types.INTERNAL_ERROR
+
+    def __init__(self, message: str, request_id: Any = None) -> None:
+        super().__init__(message)
+        self.request_id = request_id
 
 
 class ParseError(RpcError):
@@ -65,12 +75,15 @@ Methods = Mapping[str, Callable[[dict[str, Any]], Any]]
 
 
 def parse(text: str | bytes, what: str = "the line") -> Any:
-    """A JSON message read with integers of any length (strict_json.loads); ParseError if it is not JSON."""
+    """A JSON-RPC message read under schemas.payload's limits (integers of any length read): ParseError if it is
+    not JSON (or not UTF-8, or nested too deeply to read), InvalidRequest if it is over the size limit or nests
+    lists or objects more than MAX_MESSAGE_DEPTH deep (answered under its id when it has one)."""
     try:
-        return loads(text)
-    except (ValueError, RecursionError) as error:
-        reason = error.msg if isinstance(error, json.JSONDecodeError) else "nested too deeply"
-        raise ParseError(f"Parse error: {what} is not JSON ({reason})") from None
+        return payload.read(text, what)
+    except PayloadError as error:
+        if error.limit == "size" or (error.limit == "depth" and error.parsed is not None):
+            raise InvalidRequest(f"Invalid Request: {error}", _request_id(error.parsed)) from None
+        raise ParseError(f"Parse error: {error}") from None
 
 
 def rpc_error(request_id: Any, code: int, message: str) -> dict[str, Any]:
@@ -174,12 +187,16 @@ class CheckedLines:
                 break
 
     async def check(self, line: str) -> str | None:
+        if isinstance(line, Overlong):
+            await self._error(None, InvalidRequest.code, f"Invalid Request: the line is over the limit of "
+                              f"{MAX_BYTES:,} bytes; send each JSON-RPC message on a line of its own, under it")
+            return None
         if not line.strip():
             return None  # a blank line between messages
         try:
             data = parse(line)
-        except ParseError as error:
-            await self._error(None, error.code, str(error))
+        except RpcError as error:
+            await self._error(error.request_id, error.code, str(error))
             return None
         if isinstance(data, dict) and "id" in data and _request_id(data) is None:
             await self._error(None, InvalidRequest.code, "Invalid Request: the id must be a string or an integer of "
@@ -235,12 +252,34 @@ def _request_id(data: Any) -> int | str | None:
     return None
 
 
+class Overlong(str):
+    """A line over the size limit as `bounded_lines` hands it on: its first characters only (the rest was read
+    and dropped), so CheckedLines answers it as too large with the size limit's error."""
+
+
+async def bounded_lines(stream, limit: int = MAX_BYTES):
+    """The lines of a text stream, none holding more than `limit` characters in memory: a longer one is read to
+    its end in pieces and handed on as an Overlong of its first `limit` characters."""
+    while True:
+        line = await anyio.to_thread.run_sync(stream.readline, limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith("\n"):
+            while True:  # drop the rest of the line, a piece at a time
+                rest = await anyio.to_thread.run_sync(stream.readline, limit)
+                if not rest or rest.endswith("\n"):
+                    break
+            yield Overlong(line[:limit])
+        else:
+            yield line
+
+
 async def serve_stdio(env: Environment) -> None:
     from mcp.server.stdio import stdio_server
 
     server = create_server(env)
     sys.stdin.reconfigure(encoding="utf-8", errors="replace")
-    lines = CheckedLines(anyio.wrap_file(sys.stdin))
+    lines = CheckedLines(bounded_lines(sys.stdin))
     async with stdio_server(stdin=lines) as (read_stream, write_stream):
         lines.open(write_stream)
         await server.run(read_stream, lines.watch(write_stream), server.create_initialization_options())

@@ -55,10 +55,13 @@ def check_served(data: VhdData, config: VhdTaskConfig) -> None:
 
 
 def replay(data: VhdData, calls: list[dict[str, Any]]) -> Environment:
-    """A fresh Environment of the task with the rollout's calls played again (the episode is deterministic)."""
+    """A fresh Environment of the task with the rollout's calls played again (the episode is deterministic), each
+    through schemas.payload's guard as the toolset played it (integrations.completions.guarded_step)."""
+    from integrations.completions import guarded_step
+
     env = Environment(EnvSpec.model_validate_json(data.spec_json), data.mode)
     for call in calls:
-        env.step(call["tool"], call.get("arguments") or {})
+        guarded_step(env, call["tool"], call.get("arguments") or {})
     return env
 
 

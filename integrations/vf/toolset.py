@@ -1,9 +1,10 @@
 """The per-rollout tool server: the task's environment, its tools listed and called dynamically (the pattern of
-verifiers' NeMo Gym toolset), the rollout's calls, turns and errors pushed to its state after every call."""
+verifiers' NeMo Gym toolset), the rollout's calls, turns and errors pushed to its state after every call. A call's
+arguments pass schemas.payload's guard, the one of every adapter (integrations.completions.guarded_step), and the
+reward's replay (integrations.vf.common.replay) passes them through the same guard."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, cast
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -11,8 +12,10 @@ from mcp.types import CallToolResult, TextContent, Tool
 from verifiers.v1.mcp import Toolset, ToolsetConfig
 
 from envs.environment import Environment
+from integrations.completions import guarded_step
 from integrations.vf.state import VhdState
 from schemas.envspec import EnvSpec
+from schemas.strict_json import dumps
 
 
 class VhdToolset(Toolset[ToolsetConfig, VhdState]):
@@ -40,11 +43,11 @@ class VhdToolset(Toolset[ToolsetConfig, VhdState]):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> CallToolResult:
         env = self._env()
-        observation = env.step(name, arguments)
+        observation = guarded_step(env, name, arguments)
         state = self.state
-        state.calls.append({"tool": name, "arguments": arguments})
+        state.calls.append({"tool": name, "arguments": arguments})  # replayed through the same guard
         state.turns, state.errors, state.done = env.turns, env.errors, env.done
-        return CallToolResult(content=[TextContent(type="text", text=json.dumps(observation))],
+        return CallToolResult(content=[TextContent(type="text", text=dumps(observation))],
                               is_error="error" in observation)
 
 

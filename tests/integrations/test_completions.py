@@ -120,9 +120,14 @@ def test_parse_action_reads_the_call_format_and_refuses_the_rest():
         name, arguments = parse_action(text)  # an integer of any length is read, for the environment to refuse
         assert name == "a" and arguments["x"] > 10 ** 900
     too_deep = "[" * 100_000
-    for text in ("hello", '{"name": 3}', '["a", {}]', too_deep, f'{{"name": "a", "arguments": "{too_deep}"}}',
-                 '{"name": "a", "arguments": "not json"}'):
+    for text in ("hello", '{"name": 3}', '["a", {}]', too_deep, f"<tool_call>{too_deep}</tool_call>", None, 7,
+                 '<tool_call>{"name": "a"}' + " " * (1 << 20) + "</tool_call>"):  # over schemas.payload's size
         assert parse_action(text) is None
+    # a call naming a tool whose arguments do not read as an object: handed on, for the environment's own error
+    for arguments in (too_deep, "not json", "[1, 2]"):
+        assert parse_action(json.dumps({"name": "a", "arguments": arguments})) == ("a", arguments)
+    assert parse_action('<tool_call> {"name": "a"} </tool_call> <tool_call>{"name": "b"}</tool_call>') == ("a", {})
+    assert parse_action("<tool_call>" * 3 + '{"name": "a"}</tool_call>') is None  # the first tag's block is no call
 
 
 @pytest.mark.parametrize("env_row, messages, needle", [
@@ -212,3 +217,35 @@ def test_vhd_score_bad_input_gets_one_line(warehouse, tmp_path):
         completed = vhd("score", *argv, "--warehouse", warehouse)
         lines = [line for line in completed.stderr.splitlines() if line.strip()]
         assert completed.returncode == 2 and len(lines) == 1 and needle in lines[0], (argv, completed.stderr)
+
+
+def test_tool_calls_given_as_objects_pass_the_guard_not_crash():
+    """A chat handed over as Python objects (a reward function's completions): arguments holding a huge integer
+    at any depth, a key or value JSON has no type for, nesting 100,000 deep, are each the environment's error."""
+    spec = make_spec("inventory_dp", 3)
+    order = next(t for t in spec.rendering.tools if t.operation == "place_order")
+    argument = next(iter(order.parameters["properties"]))
+    deep = 1
+    for _ in range(100_000):
+        deep = [deep]
+    hostile = [{argument: [10 ** 5000]}, {argument: {"k": 10 ** 5000}}, {10 ** 5000: 1}, {argument: b"x"},
+               {argument: deep}, (1, 2)]
+    messages = [{"role": "assistant", "tool_calls": [{"function": {"name": order.name, "arguments": arguments}}
+                                                     for arguments in hostile]}]
+    result = score_completion(spec, messages, "hidden")
+    assert result.turns == result.calls == len(hostile) and [e["call"] for e in result.errors] == [0, 1, 2, 3, 4, 5]
+    texts = [e["error"] for e in result.errors]
+    assert "must be an integer, got [1000" in texts[0] and "key of type int" in texts[2]
+    assert "type bytes" in texts[3] and "more than 64 deep" in texts[4] and "must be a JSON object" in texts[5]
+    assert all("\n" not in text and len(text) < 500 for text in texts), texts
+
+
+def test_a_reply_whose_arguments_do_not_read_is_the_environments_error():
+    """A <tool_call> naming a tool whose arguments string is nested 100,000 deep, or not JSON, is the environment's
+    own error (a turn), as through serve-envs or MCP, not "no call"."""
+    spec = make_spec("inventory_dp", 3)
+    calls = [json.dumps({"name": "turns_left", "arguments": text}) for text in ("[" * 100_000, "not json")]
+    messages = [{"role": "assistant", "content": f"<tool_call>{call}</tool_call>"} for call in calls]
+    result = score_completion(spec, messages, "hidden")
+    assert result.turns == 2
+    assert "too deeply" in result.errors[0]["error"] and "not valid JSON" in result.errors[1]["error"]

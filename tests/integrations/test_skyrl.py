@@ -4,6 +4,8 @@ calls, written as the model's text replies, end the episode with the score as th
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from envs.agents import oracle, play
@@ -96,3 +98,47 @@ def test_skyrls_generator_path_shows_the_model_every_tool_and_refuses_a_shorter_
         message = answer["refused"]
         assert f"max_turns={short}" in message and f"turn budget {spec.turn_budget}" in message
         assert "\n" not in message
+
+
+HOSTILE_REPLIES = """
+import json, sys
+import skyrl_gym
+from integrations.skyrl import register
+p = json.load(sys.stdin)
+register()
+env = skyrl_gym.make("vhdplay", env_config=None, extras=p["row"])
+env.init(p["row"]["prompt"])
+out = []
+for reply in p["replies"]:
+    step = env.step(reply)
+    out.append({"observation": json.loads(step["observations"][0]["content"]), "done": step["done"]})
+print(json.dumps({"steps": out, "metrics": env.get_metrics()}))
+"""
+
+
+def test_hostile_model_replies_are_the_environments_errors_and_the_step_goes_on():
+    """Replies a model may write, read through schemas.payload's guard in SkyRL's own step: arguments as a string
+    nested 100,000 deep, 5,000-digit integers (at the top and inside a list), a reply over 1 MiB; each an error
+    observation that spends a turn (no RecursionError, no "Exceeds the limit (4300 digits)"), then a good call."""
+    from tests.support import make_spec
+
+    spec = make_spec("inventory_dp", 3)
+    order = next(t for t in spec.rendering.tools if t.operation == "place_order")
+    argument = next(iter(order.parameters["properties"]))
+    digits = "9" * 5000
+
+    def call(arguments: str) -> str:
+        return f'<tool_call>{{"name": "{order.name}", "arguments": {arguments}}}</tool_call>'
+
+    replies = [call(json.dumps("[" * 100_000)), call(f'{{"{argument}": {digits}}}'),
+               call(f'{{"{argument}": [{digits}]}}'), call(json.dumps(f'{{"{argument}": {digits}}}')),
+               "<tool_call>" + " " * (1 << 20) + "</tool_call>", call('{"' + argument + '": 1}')]
+    (row,) = trainer_rows([spec], "skyrl", ["hidden"])
+    answer = run_in_sidecar("skyrl", HOSTILE_REPLIES, {"row": {**row, "env_class": "vhdplay"}, "replies": replies})
+    errors = [step["observation"].get("error", "") for step in answer["steps"]]
+    assert "arguments nest lists or objects too deeply" in errors[0]
+    assert "an integer of 1,000 or more digits" in errors[1] and "an integer of 1,000 or more digits" in errors[3]
+    assert "must be an integer" in errors[2]
+    assert "over the limit of 1,048,576" in errors[4]
+    assert errors[5] == "" and not any(step["done"] for step in answer["steps"])
+    assert answer["metrics"]["turns"] == 6 and answer["metrics"]["errors"] == 5

@@ -154,3 +154,26 @@ def test_a_row_of_another_environment_is_refused_in_one_line(specs):
     with pytest.raises(ValueError) as refused:
         instance.reset(**trainer_rows([b], "trl", ["hidden"])[0])
     assert "environment_factories" in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_hostile_tool_arguments_are_the_environments_errors_not_exceptions():
+    """TRL calls a tool method with what its parser made of the model's reply and reports an exception in its own
+    words, without a turn: through schemas.payload's guard, a huge integer at any depth, a value JSON has no type
+    for or nesting too deep is the environment's own error answer, a turn spent."""
+    from tests.support import make_spec
+
+    spec = make_spec("inventory_dp", 3)
+    instance = environment_class(Environment(spec, "hidden"))()
+    instance.reset()
+    order = next(t for t in spec.rendering.tools if t.operation == "place_order")
+    method = next(m for m, tool in instance._tool_names.items() if tool == order.name)
+    parameter = next(iter(instance._arg_names[method]))
+    deep = 1
+    for _ in range(100_000):
+        deep = [deep]
+    hostile = [[10 ** 5000], {"k": -(10 ** 5000)}, 10 ** 5000, b"bytes", deep]
+    errors = [json.loads(getattr(instance, method)(**{parameter: value}))["error"] for value in hostile]
+    assert instance.env.turns == len(hostile) and instance.env.errors == len(hostile)
+    assert "must be an integer, got [1000" in errors[0] and "an integer of 1,000 or more digits" in errors[2]
+    assert "type bytes" in errors[3] and "nest more than 64 deep" in errors[4]
+    assert all("\n" not in error and len(error) < 500 for error in errors), errors

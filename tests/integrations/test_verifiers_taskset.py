@@ -376,3 +376,37 @@ def test_a_served_catalog_taskset_refuses_a_task_outside_its_where(warehouse):
     assert outside.env_id in answer["outside"]["errors"][0] and unknown.env_id in answer["unknown"]["errors"][0]
     for k in range(len(inside)):
         assert answer[f"inside{k}"]["errors"] == [] and answer[f"inside{k}"]["score"] == pytest.approx(1.0)
+
+
+HOSTILE_REPLAY = """
+import json, sys
+from integrations.vf.common import replay, task_of, VhdTaskConfig
+from schemas.envspec import EnvSpec
+p = json.load(sys.stdin)
+task = task_of(EnvSpec.model_validate_json(p["spec_json"]), "hidden", VhdTaskConfig())
+deep = 1
+for _ in range(100_000):
+    deep = [deep]
+calls = [{"tool": p["tool"], "arguments": {p["argument"]: [10 ** 5000]}},
+         {"tool": p["tool"], "arguments": {p["argument"]: deep}},
+         {"tool": p["tool"], "arguments": {p["argument"]: 1}}]
+env = replay(task.data, calls)
+print(json.dumps({"turns": env.turns, "errors": env.errors, "score": env.score(),
+                  "results": [step["result"] for step in env.trajectory]}))
+"""
+
+
+def test_the_rewards_replay_passes_hostile_calls_through_the_guard():
+    """verifiers' reward replays the rollout's recorded calls (integrations.vf.common.replay): a call whose
+    arguments hold a 5,000-digit integer inside a list, or nest 100,000 deep, is the environment's error there as
+    in the toolset (schemas.payload's guard), not an exception that loses the rollout's reward."""
+    from tests.support import make_spec
+
+    spec = make_spec("inventory_dp", 3)
+    order = next(t for t in spec.rendering.tools if t.operation == "place_order")
+    answer = run_in_sidecar("verifiers", HOSTILE_REPLAY, {
+        "spec_json": spec.model_dump_json(), "tool": order.name,
+        "argument": next(iter(order.parameters["properties"]))}, env=_sidecar_env())
+    assert (answer["turns"], answer["errors"]) == (3, 2)
+    assert "must be an integer" in answer["results"][0]["error"]
+    assert "more than 64 deep" in answer["results"][1]["error"] and "error" not in answer["results"][2]

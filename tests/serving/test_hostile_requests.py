@@ -311,3 +311,179 @@ def test_a_request_whose_id_is_not_a_string_or_integer_is_an_invalid_request(war
     init, refused, served = answers
     assert refused["id"] is None and refused["error"]["code"] == -32600, refused
     assert served == {"jsonrpc": "2.0", "id": 3, "result": {}}
+
+
+# --- `vhd serve-openenv`: WebSocket frames and /mcp bodies through schemas.payload's guard -----------------------
+
+@pytest.fixture(scope="module")
+def tampered_rows(tmp_path_factory, spec):
+    """A warehouse holding `spec` and three rows that fail the catalog's checks on load: a spec edited after landing
+    (another id), text that is not a spec, and a spec of an unknown family stored under the hash of its own text
+    (the hash check passes, the parse does not)."""
+    import hashlib
+
+    from tests.warehouse.test_landing import DATE, environments_frame
+    from warehouse.landing import commit_run, land
+    from warehouse.location import resolve_warehouse
+
+    edited = json.loads(make_spec("lp", 1).canonical_json())
+    edited["turn_budget"] += 1
+    unknown = json.loads(make_spec("knapsack", 2).canonical_json())
+    unknown["family"] = "nosuch"
+    unknown_text = json.dumps(unknown, sort_keys=True, separators=(",", ":"))
+    rows = {spec.env_id: spec.canonical_json(), make_spec("lp", 1).env_id: json.dumps(edited),
+            "qp-0123456789abcdef": "{not a spec",
+            f"nosuch-{hashlib.sha256(unknown_text.encode()).hexdigest()[:16]}": unknown_text}
+    frame = environments_frame(list(rows)).assign(family=[env_id.rsplit("-", 1)[0] for env_id in rows],
+                                                  spec_json=list(rows.values()))
+    wh = resolve_warehouse(str(tmp_path_factory.mktemp("tampered") / "wh"))
+    commit_run(wh, "run-a", DATE, {"environments": [land(wh, "environments", frame, DATE, "s1")]}, {})
+    return wh.url, [env_id for env_id in rows if env_id != spec.env_id]
+
+
+@pytest.fixture(scope="module")
+def openenv_url(tampered_rows, tmp_path_factory):
+    from tests.serving.test_http import serve_cli
+
+    log_path = tmp_path_factory.mktemp("openenv-log") / "server.log"
+    with open(log_path, "w") as log:
+        process, url = serve_cli("serve-openenv", "--warehouse", tampered_rows[0], log=log)
+    yield url
+    process.terminate()
+    process.wait(30)
+    logged = log_path.read_text()
+    assert "Traceback" not in logged and "ERROR" not in logged, logged
+
+
+def _ws(url: str):
+    from websockets.sync.client import connect
+
+    return connect(url.replace("http://", "ws://") + "/ws", open_timeout=30, close_timeout=5)
+
+
+def _answer(ws) -> dict:
+    return json.loads(ws.recv(timeout=30), parse_constant=_refuse)
+
+
+def test_hostile_websocket_frames_get_an_error_on_the_same_session(openenv_url, spec):
+    tool, argument = _order_tool(spec)
+    with _ws(openenv_url) as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"env_id": spec.env_id}}))
+        episode = _answer(ws)["data"]["observation"]
+        assert episode["env_id"] == spec.env_id
+        refused = []
+        for frame in [b'{"type": "state"}',  # a binary frame
+                      "[" * 100_000,  # nested too deeply to read
+                      '{"type": "step", "data": ' + "[" * 200 + "]" * 200 + "}",  # reads, but past the depth limit
+                      '{"type": "step", "data": ' + "{" * 50_000]:
+            ws.send(frame)
+            answer = _answer(ws)
+            refused.append(answer)
+            assert answer["type"] == "error" and "\n" not in answer["data"]["message"], answer
+        assert refused[0]["data"] == {"code": "INVALID_JSON", "message": "Parse error: a binary frame; send each "
+                                                                         "message as a JSON text frame"}
+        assert "lists or objects nest more than 72 deep" in refused[1]["data"]["message"]
+        assert "lists or objects nest more than 72 deep" in refused[2]["data"]["message"]
+        # a 5,000-digit integer is the environment's error, a turn spent
+        ws.send(f'{{"type": "step", "data": {{"type": "call_tool", "tool_name": "{tool}", '
+                f'"arguments": {{"{argument}": {DIGITS_5000}}}}}}}')
+        step = _answer(ws)["data"]
+        assert "an integer of 1,000 or more digits" in step["observation"]["result"]["data"]["error"]
+        ws.send(json.dumps({"type": "state"}))
+        state = _answer(ws)["data"]
+        assert state["env_id"] == spec.env_id and state["turns"] == 1 and state["step_count"] == 1
+
+
+def test_a_reset_on_a_broken_catalog_row_is_an_error_and_the_session_goes_on(openenv_url, tampered_rows, spec):
+    _, broken = tampered_rows
+    with _ws(openenv_url) as ws:
+        for env_id in broken:
+            ws.send(json.dumps({"type": "reset", "data": {"env_id": env_id}}))
+            answer = _answer(ws)
+            assert answer["type"] == "error" and answer["data"]["code"] == "EXECUTION_ERROR", answer
+            message = answer["data"]["message"]
+            assert env_id in message and "\n" not in message, message
+        ws.send(json.dumps({"type": "reset", "data": {"env_id": spec.env_id}}))
+        assert _answer(ws)["data"]["observation"]["env_id"] == spec.env_id
+
+
+def test_serve_envs_answers_a_broken_catalog_row_in_one_line(tampered_rows, spec):
+    """The same rows through `vhd serve-envs`: 503 with one line naming the environment (not a 500 traceback), and
+    the server goes on serving the good one."""
+    url_of_warehouse, broken = tampered_rows
+    server, thread, url = _start(url_of_warehouse, ttl_s=600)
+    try:
+        with httpx.Client(base_url=url) as client:
+            for env_id in broken:
+                response = client.post("/sessions", json={"env_id": env_id, "mode": "hidden"})
+                assert response.status_code == 503, response.text
+                assert env_id in response.json()["detail"] and "\n" not in response.json()["detail"]
+            assert _session(client, spec)
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def _mcp_post(url: str, body: bytes) -> dict:
+    response = httpx.post(f"{url}/mcp", content=body, headers={"Content-Type": "application/json"}, timeout=60)
+    assert response.status_code == 200, response.text
+    return json.loads(response.text, parse_constant=_refuse)
+
+
+def test_openenv_mcp_answers_json_rpc_errors_to_hostile_bodies(openenv_url):
+    not_utf8 = _mcp_post(openenv_url, b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list\xff\xfe"}')
+    assert not_utf8["id"] is None and not_utf8["error"]["code"] == -32700
+    assert not_utf8["error"]["message"] == "Parse error: the body is not UTF-8 text (byte 49)"
+    unreadable = _mcp_post(openenv_url, b"[" * 100_000)
+    assert unreadable["error"]["code"] == -32700 and "lists or objects nest" in unreadable["error"]["message"]
+    deep = _mcp_post(openenv_url, ('{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"arguments": '
+                                   + "[" * 300 + "]" * 300 + "}}").encode())
+    assert (deep["id"], deep["error"]["code"]) == (5, -32600)
+    digits = _mcp_post(openenv_url, f'{{"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": '
+                                    f'{{"session_id": {DIGITS_5000}}}}}'.encode())
+    assert digits["id"] == 6 and "missing session_id" in digits["error"]["message"]
+
+
+def test_openenv_mcp_refuses_a_50_mib_body_without_reading_it(openenv_url):
+    started = time.monotonic()
+    answer, _ = _raw(openenv_url, b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                  b"Content-Length: 52428800\r\n\r\n", [b'{"jsonrpc": "2.0", '])
+    status, detail = _detail(answer)
+    assert status == 413 and detail == f"request body too large: the limit is {MAX_BODY_BYTES:,} bytes"
+    assert time.monotonic() - started < 10
+    chunk = b" " * 65536
+    framed = b"%x\r\n%s\r\n" % (len(chunk), chunk)
+    answer, sent = _raw(openenv_url, b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                     b"Transfer-Encoding: chunked\r\n\r\n", [framed] * 800, chunk_wait=0.001)
+    assert _detail(answer)[0] == 413
+    assert sent < 20 * MAX_BODY_BYTES  # stopped soon after the limit, not at 50 MiB
+
+
+# --- serve-envs and serve-mcp: the same guard -----------------------------------------------------------------
+
+def test_a_call_body_past_the_depth_limit_names_the_limit(base_url, spec):
+    with httpx.Client(base_url=base_url) as client:
+        session = _session(client, spec)
+        for body in ("[" * 100_000, '{"name": "turns_left", "arguments": {"a": ' + "[" * 200 + "]" * 200 + "}}"):
+            response = client.post(f"/sessions/{session}/call", content=body)
+            assert response.status_code == 422
+            assert response.json()["detail"].startswith("malformed request: lists or objects nest more than 72 "
+                                                        "deep in the body")
+        response = client.post(f"/sessions/{session}/call", content=b'{"name": "\xff"}')
+        assert response.status_code == 422 and "not UTF-8 text" in response.json()["detail"]
+        assert client.get(f"/sessions/{session}").json()["turns"] == 0
+
+
+def test_mcp_lines_nested_past_the_limit_or_over_the_size_are_answered(warehouse, spec):
+    deep = [f'{{"jsonrpc": "2.0", "id": {depth}, "method": "tools/call", "params": {{"name": "turns_left", '
+            f'"arguments": {{"x": {"[" * depth}{"]" * depth}}}}}}}' for depth in (250, 500, 900)]
+    big = json.dumps({"jsonrpc": "2.0", "id": 50, "method": "tools/call",
+                      "params": {"name": "turns_left", "arguments": {"x": "y" * (3 << 20)}}})
+    answers = _mcp_lines(warehouse, spec.env_id, [*deep, big, json.dumps({"jsonrpc": "2.0", "id": 99,
+                                                                          "method": "ping"})], wait_s=30)
+    init, *refused, served = answers
+    assert [(a["id"], a["error"]["code"]) for a in refused] == [(250, -32600), (500, -32600), (900, -32600),
+                                                                (None, -32600)]
+    assert all("lists or objects nest more than 72 deep" in a["error"]["message"] for a in refused[:3])
+    assert refused[3]["error"]["message"].startswith("Invalid Request: the line is over the limit of 1,048,576")
+    assert served == {"jsonrpc": "2.0", "id": 99, "result": {}}
