@@ -3,11 +3,12 @@ datasets (`--format trl|skyrl|hf`, integrations/rows.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from cli.evaluate import parse_modes
 from cli.shared import warehouse_of
-from schemas.errors import UserError
+from schemas.errors import UserError, exhausted
 
 # The file suffixes each format writes (the trainer formats write Parquet for .parquet, else JSON lines); hf
 # writes a folder, which takes no suffix. A suffix is compared exactly, as the writers compare it.
@@ -53,6 +54,19 @@ def check_export_out(args, fmt: str | None) -> str:
     return fmt
 
 
+@contextlib.contextmanager
+def _written_whole(out: str):
+    """A full disk, a file-size limit or memory running out while writing the export is one line naming --out
+    (cli.main prints it, exit code 1); the writers have removed what they wrote (they write beside and rename)."""
+    try:
+        yield
+    except (OSError, MemoryError) as error:
+        found = exhausted(error, f"writing the export to {out}", "nothing was written (no partial file or folder)")
+        if found is None or found is error:
+            raise
+        raise found from error
+
+
 def cmd_export(args) -> int:
     from envs.catalog import check_predicate
     from integrations.rows import TRAINER_FORMATS
@@ -72,7 +86,8 @@ def cmd_export(args) -> int:
     if not specs:
         raise UserError(f"no environment matches --where {args.where!r}: nothing to export; widen --where")
     rows = export_rows(specs, modes)
-    path = write_rows(rows, args.out, fmt)
+    with _written_whole(args.out):
+        path = write_rows(rows, args.out, fmt)
     print(f"wrote {len(rows)} row(s) ({len(specs)} environment(s) x {len(modes)} mode(s)) to {path} as {fmt}")
     return 0
 
@@ -86,7 +101,8 @@ def cmd_export_trainer(args, wh) -> int:
     modes = parse_modes(args.mode)
     specs = select_specs(args.where, args.limit, wh, args.seed)  # --limit: a seeded sample, stratified by family
     rows = trainer_rows(specs, args.format, modes, sample_seed=args.seed if args.limit is not None else None)
-    path = write_trainer_rows(rows, out, args.format)
+    with _written_whole(args.out):
+        path = write_trainer_rows(rows, out, args.format)
     shape = ("a dataset folder: configuration 'default' with every family, one per family, splits from the rows' "
              "split" if args.format == "hf" else "Parquet" if str(path).endswith(".parquet") else "JSON lines")
     if args.limit is not None:

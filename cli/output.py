@@ -66,10 +66,18 @@ def print_rows(columns: list[str], rows: list[tuple[Any, ...]] | list[list[Any]]
 
 def print_sections(sections: list[tuple[str, tuple[list[str], list[tuple[Any, ...]]]]], fmt: str = "table") -> None:
     """Several titled tables (a report's sections): one table each, or with --format json one JSON document, an
-    object of each section's title and its rows (a JSON reader takes it whole, not a stream of arrays)."""
+    object of each section's title and its rows (a JSON reader takes it whole, not a stream of arrays); with
+    --format csv one CSV document too, a first column `section` naming each row's section and the sections' columns
+    after it, in order of appearance (empty where a section has no such column), not one header per section."""
     if fmt == "json":
         print(dumps({title: [dict(zip(columns, row, strict=True)) for row in rows]
                      for title, (columns, rows) in sections}, indent=1))
+        return
+    if fmt == "csv" and len(sections) > 1:
+        every = list(dict.fromkeys(column for _, (columns, _) in sections for column in columns))
+        header = ["section", *every] if "section" not in every else ["report_section", *every]
+        print_rows(header, [(title, *(dict(zip(columns, row, strict=True)).get(c) for c in every))
+                            for title, (columns, rows) in sections for row in rows], fmt="csv")
         return
     for title, (columns, rows) in sections:
         print_rows(columns, rows, fmt=fmt, title=title)

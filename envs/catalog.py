@@ -11,8 +11,8 @@ import json
 import re
 
 from envs.environment import Environment
-from schemas.envspec import DEFAULT_MODE, EnvSpec, Mode
-from schemas.errors import UserError
+from schemas.envspec import DEFAULT_MODE, MAX_SPEC_JSON_CHARS, EnvSpec, Mode
+from schemas.errors import UserError, validation_line
 
 _ENV_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 
@@ -49,29 +49,54 @@ def load_spec(env_id: str, warehouse=None, where: str = "true") -> EnvSpec:
         raise UnknownEnvironment(f"unknown environment id {env_id!r}; ids are letters, digits, '_', '.', '-'")
     scope = "" if where == "true" else f" AND ({check_predicate(where)})"
     table = run_query(_warehouse(warehouse),
-                      f"SELECT spec_json FROM environments WHERE env_id = '{env_id}'{scope} LIMIT 1")
+                      f"SELECT {SPEC_COLUMNS} FROM environments WHERE env_id = '{env_id}'{scope} LIMIT 1")
     if table.num_rows == 0:
         raise not_found(env_id)
-    return landed_spec(env_id, table.column("spec_json")[0].as_py())
+    return landed_spec(env_id, table.column("spec_json")[0].as_py(), table.column("spec_chars")[0].as_py())
 
 
-def landed_spec(env_id: str, spec_json: str) -> EnvSpec:
+# a row's spec text and its length, measured in SQL: a text over the limit is never brought out of DuckDB
+SPEC_COLUMNS = (f"CASE WHEN length(spec_json) <= {MAX_SPEC_JSON_CHARS} THEN spec_json END AS spec_json, "
+                "length(spec_json) AS spec_chars")
+
+
+def landed_spec(env_id: str, spec_json: str | None, chars: int | None = None) -> EnvSpec:
     """The spec a catalog row holds, refused in one line when it no longer hashes to the row's id (edited after
-    landing: it would be served under an id that is not its own) or does not parse. Landing stores the canonical
-    JSON, so the stored text's hash is checked first; a spec stored in another key order is parsed and hashed."""
+    landing: it would be served under an id that is not its own), does not parse, is longer than
+    MAX_SPEC_JSON_CHARS (checked before it is parsed; `chars`: its length as SQL measured it, the text itself left
+    out (None) when over), or is of a family this vhd does not know. Landing stores the canonical JSON, so the
+    stored text's hash is checked first; a spec stored in another key order is parsed and hashed."""
     import hashlib
 
     edited = (f"environment {env_id}'s stored spec was edited after landing (it {{}}); `vhd warehouse check` lists "
               "such rows: restore the file, or land the run again")
-    family = env_id.rsplit("-", 1)[0]
-    if f"{family}-{hashlib.sha256(spec_json.encode()).hexdigest()[:16]}" == env_id:
-        return EnvSpec.model_validate_json(spec_json)
+    chars = len(spec_json) if spec_json is not None else chars
+    if chars is None:
+        raise UserError(edited.format("is empty"))
+    if chars > MAX_SPEC_JSON_CHARS:
+        raise UserError(edited.format(f"is {chars:,} characters, over the limit of {MAX_SPEC_JSON_CHARS:,}; no "
+                                      "real environment comes near it"))
     try:
         spec = EnvSpec.model_validate_json(spec_json)
-    except ValueError:
-        raise UserError(edited.format("does not parse as a spec")) from None
-    if spec.env_id != env_id:
+    except ValueError as error:  # pydantic's several lines: one here
+        raise UserError(edited.format(f"does not parse as a spec: {validation_line(error)}")) from None
+    family = env_id.rsplit("-", 1)[0]
+    if f"{family}-{hashlib.sha256(spec_json.encode()).hexdigest()[:16]}" != env_id and spec.env_id != env_id:
         raise UserError(edited.format(f"hashes to {spec.env_id}"))
+    return _known_family(env_id, spec)
+
+
+def _known_family(env_id: str, spec: EnvSpec) -> EnvSpec:
+    """The spec, if this vhd has its family; else one line (a row landed by a newer vhd, or edited)."""
+    import mechanisms
+
+    try:
+        mechanisms.get(spec.family)
+    except mechanisms.UnknownFamilyError:
+        known = ", ".join(m.id for m in mechanisms.families())
+        raise UserError(f"environment {env_id} is of family {spec.family!r}, which this vhd does not know (it knows "
+                        f"{known}): upgrade vhd if a newer one landed it, else the row was edited; `vhd warehouse "
+                        "check` lists such rows") from None
     return spec
 
 
@@ -144,9 +169,10 @@ def select_specs(where: str = "true", limit: int | None = None, warehouse=None, 
         raise UserError(f"--seed must be an integer, got {seed!r}")
     wh, predicate = _warehouse(warehouse), check_predicate(where)
     if limit is None:
-        table = run_query(wh, f"SELECT env_id, spec_json FROM environments WHERE ({predicate}) ORDER BY env_id")
-        return [landed_spec(env_id, text) for env_id, text in
-                zip(table.column("env_id").to_pylist(), table.column("spec_json").to_pylist(), strict=True)]
+        table = run_query(wh, f"SELECT env_id, {SPEC_COLUMNS} FROM environments WHERE ({predicate}) ORDER BY env_id")
+        return [landed_spec(env_id, text, chars) for env_id, text, chars in
+                zip(table.column("env_id").to_pylist(), table.column("spec_json").to_pylist(),
+                    table.column("spec_chars").to_pylist(), strict=True)]
     members = run_query(wh, f"SELECT DISTINCT env_id, family FROM environments WHERE ({predicate})")
     pairs = zip(members.column("env_id").to_pylist(), members.column("family").to_pylist(), strict=True)
     drawn = sample_ids(list(pairs), int(limit), seed)
@@ -155,6 +181,8 @@ def select_specs(where: str = "true", limit: int | None = None, warehouse=None, 
     if not all(_ENV_ID.match(env_id) for env_id in drawn):  # ids are quoted into the query below
         raise UserError("the catalog holds an env id that is not letters, digits, '_', '.', '-'; check the warehouse")
     quoted = ", ".join(f"'{env_id}'" for env_id in drawn)
-    table = run_query(wh, f"SELECT env_id, spec_json FROM environments WHERE env_id IN ({quoted})")
-    specs = dict(zip(table.column("env_id").to_pylist(), table.column("spec_json").to_pylist(), strict=True))
-    return [landed_spec(env_id, specs[env_id]) for env_id in drawn if env_id in specs]
+    table = run_query(wh, f"SELECT env_id, {SPEC_COLUMNS} FROM environments WHERE env_id IN ({quoted})")
+    specs = {env_id: (text, chars) for env_id, text, chars in
+             zip(table.column("env_id").to_pylist(), table.column("spec_json").to_pylist(),
+                 table.column("spec_chars").to_pylist(), strict=True)}
+    return [landed_spec(env_id, *specs[env_id]) for env_id in drawn if env_id in specs]

@@ -29,13 +29,16 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
+import shutil
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from envs.environment import Environment
-from schemas.envspec import MODES, EnvSpec
+from schemas.envspec import MAX_SPEC_JSON_CHARS, MODES, EnvSpec
 from schemas.errors import UserError
 from schemas.tiers import TIERS
 
@@ -121,8 +124,7 @@ def trainer_rows(specs: Iterable[EnvSpec], fmt: str, modes: Iterable[str] = MODE
 
 # What a trainer row's spec may hold, far above any real environment's (the largest generated ones: a spec_json of
 # about 56,000 characters, reference plans of about 100 calls, a turn budget of about 100): beyond them a row is
-# refused before it is read, not read into gigabytes.
-MAX_SPEC_JSON_CHARS = 4_000_000
+# refused before it is read, not read into gigabytes. MAX_SPEC_JSON_CHARS (schemas.envspec) bounds catalog rows too.
 MAX_REFERENCE_ACTIONS = 10_000  # each of the reference's recorded action lists
 MAX_TURN_BUDGET = 10_000
 AGAIN = "export the row again with vhd export"
@@ -367,12 +369,22 @@ def write_trainer_rows(rows: list[dict[str, Any]], out: str | Path, fmt: str) ->
         raise UserError(f"--out {out} exists and is not an empty folder; the hf format writes a dataset folder")
     layout = _hf_layout(rows)
     table = _table(rows)  # one schema for every file, so the default configuration concatenates them
-    out.mkdir(parents=True, exist_ok=True)
-    for family, splits in layout.items():
-        (out / "data" / family).mkdir(parents=True, exist_ok=True)
-        for split, indices in splits.items():
-            _write_parquet(table.take(indices), out / "data" / family / f"{split}-00000-of-00001.parquet")
-    (out / "README.md").write_text(_hf_card(rows, table.schema, layout))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # written into a folder beside and renamed when whole: a failed export (a full disk) leaves no partial folder
+    building = out.parent / f".{out.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    building.mkdir()
+    try:
+        for family, splits in layout.items():
+            (building / "data" / family).mkdir(parents=True, exist_ok=True)
+            for split, indices in splits.items():
+                _write_parquet(table.take(indices), building / "data" / family / f"{split}-00000-of-00001.parquet")
+        (building / "README.md").write_text(_hf_card(rows, table.schema, layout))
+        if out.is_dir():
+            out.rmdir()  # the empty folder asked for (refused above when not empty)
+        building.rename(out)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
     return out
 
 

@@ -17,6 +17,9 @@ ToolKind = Literal["probe", "decision", "clock", "info"]
 Mode = Literal["written", "revealed", "hidden"]
 MODES: tuple[Mode, ...] = ("written", "revealed", "hidden")
 DEFAULT_MODE: Mode = "hidden"  # what an agent plays when no mode is asked for: the parameters only through probes
+# The longest spec JSON any reader parses (catalog rows, trainer rows), far above any real environment's (the
+# largest generated: about 56,000 characters): a longer one is refused before it is read, not read into gigabytes.
+MAX_SPEC_JSON_CHARS = 4_000_000
 
 
 class ArgSpec(BaseModel):

@@ -9,7 +9,9 @@ never 0).
 from __future__ import annotations
 
 import json
+import logging
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -106,7 +108,58 @@ def retries() -> int:
 
 
 def is_transient_llm_error(error: BaseException) -> bool:
-    return type(error).__name__ in TRANSIENT_ERRORS
+    """Worth another try: a rate limit, a timeout, a 5xx, a dropped connection. Not an endpoint that nothing
+    listens on or whose name does not resolve (`unreachable`): that stays so for the minutes retries would take."""
+    return type(error).__name__ in TRANSIENT_ERRORS and unreachable(error) is None
+
+
+def unreachable(error: BaseException) -> str | None:
+    """Why the endpoint could not be reached at all, when it could not: "connection refused" (nothing listens
+    there) or "its host name does not resolve", found in the exception's chain (litellm wraps the socket's error in
+    openai's and httpx's); None for any other error."""
+    import socket
+
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [error]
+    while stack:
+        found = stack.pop()
+        if found is None or id(found) in seen:
+            continue
+        seen.add(id(found))
+        if isinstance(found, ConnectionRefusedError) or "Connection refused" in str(found):
+            return "connection refused: nothing listens there"
+        if isinstance(found, socket.gaierror) or "Name or service not known" in str(found):
+            return "its host name does not resolve"
+        stack += [found.__cause__, found.__context__]
+    return None
+
+
+UNREACHABLE_HOLD_S = 30.0  # how long an endpoint found unreachable is not called again (each call fails at once)
+_unreachable: dict[str, tuple[float, str]] = {}  # endpoint -> (when it was found unreachable, the failure's line)
+_unreachable_lock = threading.Lock()
+
+
+def _known_unreachable(endpoint: str) -> str | None:
+    """The failure line of an endpoint found unreachable less than UNREACHABLE_HOLD_S ago, else None."""
+    with _unreachable_lock:
+        found = _unreachable.get(endpoint)
+    return found[1] if found is not None and time.monotonic() - found[0] < UNREACHABLE_HOLD_S else None
+
+
+def _mark_unreachable(endpoint: str, line: str) -> None:
+    """Remember it, and say it once per endpoint (a WARNING line on stderr: what the run is doing meanwhile)."""
+    with _unreachable_lock:
+        first = endpoint not in _unreachable
+        _unreachable[endpoint] = (time.monotonic(), line)
+    if first:
+        logging.getLogger(__name__).warning("%s; the renders that need it are rejected meanwhile", line)
+
+
+def endpoint_of(model: str, options: dict[str, Any]) -> str:
+    """The endpoint a model is called at, as the user configured it: $VHD_LLM_OPTIONS' api_base, else the
+    provider's default for the model."""
+    base = options.get("api_base") or options.get("base_url")
+    return f"{base} (model {model})" if base else f"the default endpoint of model {model}"
 
 
 def call_cost(model: str, response, prompt_tokens: int | None, completion_tokens: int | None):
@@ -180,14 +233,20 @@ def _call_with_retries(model: str, messages, schema, options, instance_key: str,
                         retry=retry_if_exception(is_transient_llm_error), reraise=False)
 
     budget = in_force()
+    endpoint = endpoint_of(model, options)
+    known = _known_unreachable(endpoint)
+    if known is not None:  # found unreachable a moment ago: not a call per render, each a wait
+        raise LlmCallFailed(known, [])
 
     def one_try() -> str:
         if budget is not None:
             budget.check()
         started = time.perf_counter()
         try:
+            # retried here only (num_retries, and the OpenAI client's own max_retries: its 2 hidden retries
+            # made each try against a closed port take seconds)
             response = litellm.completion(model=model, messages=messages, max_tokens=MAX_COMPLETION_TOKENS,
-                                          response_format=fmt, **{"num_retries": 0, **options})
+                                          response_format=fmt, **{"num_retries": 0, "max_retries": 0, **options})
         except Exception as error:
             cost, source = failed_call_cost(error)
             record = _record(model, instance_key, attempt, time.perf_counter() - started,
@@ -212,9 +271,15 @@ def _call_with_retries(model: str, messages, schema, options, instance_key: str,
     except RetryError as error:
         last = error.last_attempt.exception()
         raise LlmCallFailed(f"{type(last).__name__} after {len(tries)} tries", tries) from None
-    except Exception as error:  # not transient (bad request, authentication, budget): no retry
+    except Exception as error:  # not transient (bad request, authentication, budget, unreachable): no retry
         if type(error).__name__ == "BudgetExhausted":
             raise
+        why = unreachable(error)
+        if why is not None:  # one line naming the endpoint, at once: not minutes of retries
+            line = (f"cannot reach {endpoint} ({why}): start the model server or fix api_base in "
+                    "$VHD_LLM_OPTIONS")
+            _mark_unreachable(endpoint, line)
+            raise LlmCallFailed(line, tries) from None
         raise LlmCallFailed(f"{type(error).__name__}: {str(error)[:200]}", tries) from None
 
 

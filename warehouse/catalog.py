@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import itertools
 import os
 import re
@@ -17,7 +18,7 @@ import duckdb
 import pyarrow
 
 from schemas.columns import RENAMED, TABLES, arrow_schema
-from schemas.errors import UserError
+from schemas.errors import ResourceExhausted, UserError
 from warehouse.index import StateIndex, current_state, state_index, visible_files_cached
 from warehouse.location import Warehouse
 
@@ -167,18 +168,60 @@ _SPILL_COUNT = itertools.count()
 _SPILL_LOCK = threading.Lock()
 
 
+SPILL_PREFIX = "vhd-duckdb-"
+SPILL_OWNER = ".owner"  # in a spill folder: the file its process holds a shared flock on for as long as it lives
+_SPILL_OWNER_FD: list[int] = []
+
+
 def _spill_directory() -> str:
     """A fresh folder for one connection's spill files, inside a private (0700) folder of this process.
 
     DuckDB's default temp_directory is `<cwd>/.tmp`, and DuckDB lets queries read its temp directory whatever
     allowed_directories says: a query could read any `.tmp/` file of the working directory. This folder holds
-    DuckDB's own spill files only, and is removed when the process exits.
+    DuckDB's own spill files only, and is removed when the process exits; a process killed before (SIGKILL) leaves
+    it, and the next process's first query removes it (`_remove_stale_spill_folders`).
     """
     with _SPILL_LOCK:
         if not _SPILL:
-            _SPILL.append(tempfile.mkdtemp(prefix="vhd-duckdb-"))
-            atexit.register(shutil.rmtree, _SPILL[0], ignore_errors=True)
+            _remove_stale_spill_folders()
+            try:
+                folder = tempfile.mkdtemp(prefix=SPILL_PREFIX)
+                owner = os.open(os.path.join(folder, SPILL_OWNER), os.O_CREAT | os.O_RDONLY, 0o600)
+            except OSError as error:  # a full or unwritable /tmp: "No usable temporary directory", ENOSPC
+                raise ResourceExhausted(f"no usable temporary folder for DuckDB's spill files ({error}): free space "
+                                        "in it, or set TMPDIR to a writable folder with space, and run it again",
+                                        error.errno) from error
+            fcntl.flock(owner, fcntl.LOCK_SH)  # released by the OS however this process ends
+            _SPILL_OWNER_FD.append(owner)
+            _SPILL.append(folder)
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
         return os.path.join(_SPILL[0], str(next(_SPILL_COUNT)))
+
+
+def _remove_stale_spill_folders() -> None:
+    """Remove the spill folders of processes that are gone (a SIGKILLed `vhd query` leaves its folder): those of
+    this user in the temporary folder whose owner file no process holds a lock on any more. A folder without an
+    owner file (being made now, or by an older version) is left alone."""
+    try:
+        root = tempfile.gettempdir()
+        names = [name for name in os.listdir(root) if name.startswith(SPILL_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        folder = os.path.join(root, name)
+        try:
+            if os.lstat(folder).st_uid != os.getuid():
+                continue
+            fd = os.open(os.path.join(folder, SPILL_OWNER), os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # only when its process is gone
+        except OSError:
+            continue  # alive
+        finally:
+            os.close(fd)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _open(wh: Warehouse) -> duckdb.DuckDBPyConnection:

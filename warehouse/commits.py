@@ -19,6 +19,7 @@ import pyarrow
 import pyarrow.parquet as pq
 
 from schemas.columns import SORT_KEYS, TABLES
+from schemas.errors import exhausted
 from warehouse.location import Warehouse, WarehouseError
 
 COMMITS_DIR = "_commits"
@@ -66,16 +67,25 @@ def parquet_bytes(table: str, data: pyarrow.Table) -> bytes:
 
 
 def write_atomically(wh: Warehouse, path: str, data: bytes) -> None:
-    """Write bytes so that readers see the old object or the new one, never a partial file."""
+    """Write bytes so that readers see the old object or the new one, never a partial file.
+
+    A full disk (or a quota, or the file-size limit) is a ResourceExhausted line naming the warehouse, the partial
+    temporary file removed: what a run has not committed stays invisible, so nothing is committed half."""
     if not wh.is_local:
         wh.fs.pipe_file(path, data)  # one PUT: an object store publishes the object whole
         return
-    wh.fs.makedirs(posixpath.dirname(path), exist_ok=True)
     temporary = f"{path}.tmp-{uuid.uuid4().hex}"
     try:
+        wh.fs.makedirs(posixpath.dirname(path), exist_ok=True)
         with wh.fs.open(temporary, "wb") as handle:
             handle.write(data)
         wh.fs.mv(temporary, path)  # a rename: atomic on one filesystem, and it replaces a retried shard
+    except OSError as error:
+        found = exhausted(error, f"writing the warehouse at {wh.url}",
+                          "nothing was committed half (what was not committed stays invisible)")
+        if found is None or found is error:
+            raise
+        raise found from error
     finally:
         if wh.fs.exists(temporary):
             wh.fs.rm(temporary)

@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 
 from platformkit.processes import create_exclusive, holder_gone
 from schemas.columns import RENAMED, TABLES, arrow_schema
+from schemas.errors import exhausted
 from warehouse.commits import COMMITS_DIR, committed_shards, parquet_bytes, write_atomically
 from warehouse.location import Warehouse, WarehouseError
 from warehouse.visibility import (
@@ -77,19 +78,36 @@ def _tampered_rows(con: duckdb.DuckDBPyConnection, wh: Warehouse, paths: list[st
     would serve the edited spec under the landed id. Landing writes the spec's canonical JSON, so the hash of the
     stored text is checked in SQL; a row that differs is parsed and its canonical form hashed (a spec stored in
     another key order before that), and only a row that differs both ways, or does not parse, is reported. Rows
-    whose env_id is not of the form `<family>-<16 hex digits>` are not environments this project landed."""
+    whose env_id is not of the form `<family>-<16 hex digits>` are not environments this project landed.
+
+    A spec longer than MAX_SPEC_JSON_CHARS is reported from its length, measured in SQL (its text is never read
+    out), and so is a row of a family this vhd does not know (every reader refuses both)."""
     if not paths:
         return []
-    from schemas.envspec import EnvSpec
+    import mechanisms
+    from schemas.envspec import MAX_SPEC_JSON_CHARS, EnvSpec
 
     urls = ", ".join(literal(wh.url_of(wh.path(p))) for p in paths)
+    landed = (f"FROM read_parquet([{urls}], union_by_name=true) "
+              "WHERE regexp_matches(env_id, '^[a-z0-9_]+-[0-9a-f]{16}$')")
+    lines = [f"table environments: env_id {env_id} holds a spec_json of {chars:,} characters, over the limit of "
+             f"{MAX_SPEC_JSON_CHARS:,} (no real environment comes near it; readers refuse it); fix: restore the file "
+             "from its source, or land the run again"
+             for env_id, chars in con.execute(f"SELECT env_id, length(spec_json) {landed} AND length(spec_json) > "
+                                              f"{MAX_SPEC_JSON_CHARS} ORDER BY env_id").fetchall()]
+    known = sorted(m.id for m in mechanisms.families())
+    known_sql = ", ".join(literal(family) for family in known)
+    lines += [f"table environments: env_id {env_id} is of family {family!r}, which this vhd does not know (it "
+              f"knows {', '.join(known)}); fix: upgrade vhd if a newer one landed it, else restore the file from its "
+              "source" for env_id, family in con.execute(
+                  f"SELECT env_id, regexp_replace(env_id, '-[0-9a-f]{{16}}$', '') AS prefix {landed} "
+                  f"AND regexp_replace(env_id, '-[0-9a-f]{{16}}$', '') NOT IN ({known_sql}) "
+                  "ORDER BY env_id").fetchall()]
     rows = con.execute(
-        f"SELECT env_id, spec_json FROM read_parquet([{urls}], union_by_name=true) "
-        "WHERE regexp_matches(env_id, '^[a-z0-9_]+-[0-9a-f]{16}$') AND env_id IS DISTINCT FROM "
-        "regexp_replace(env_id, '-[0-9a-f]{16}$', '') || '-' || left(sha256(spec_json), 16) "
+        f"SELECT env_id, spec_json {landed} AND length(spec_json) <= {MAX_SPEC_JSON_CHARS} AND env_id IS DISTINCT "
+        "FROM regexp_replace(env_id, '-[0-9a-f]{16}$', '') || '-' || left(sha256(spec_json), 16) "
         "ORDER BY env_id"
     ).fetchall()
-    lines = []
     for env_id, spec_json in rows:
         try:
             recomputed = EnvSpec.model_validate_json(spec_json).env_id
@@ -198,6 +216,22 @@ class CompactionRunning(WarehouseError):
     """Another compaction of the same warehouse holds the lock."""
 
 
+def _created_lock(wh: Warehouse, path: str, data: bytes) -> bool:
+    """create_exclusive, except that a lock file that could not be written whole (a full disk) is removed, not left
+    empty to refuse every later compaction, and is one ResourceExhausted line naming the warehouse."""
+    try:
+        return create_exclusive(path, data)
+    except OSError as error:
+        with contextlib.suppress(FileNotFoundError):
+            if os.path.getsize(path) == 0:  # ours, created but not written (another's holds its token)
+                os.unlink(path)
+        found = exhausted(error, f"writing the warehouse's compaction lock at {wh.url}",
+                          "nothing was compacted")
+        if found is None or found is error:
+            raise
+        raise found from error
+
+
 @contextlib.contextmanager
 def compaction_lock(wh: Warehouse):
     """Hold the warehouse's compaction lock, or raise CompactionRunning (one line) when another compaction holds it.
@@ -212,7 +246,7 @@ def compaction_lock(wh: Warehouse):
     if wh.is_local:
         wh.fs.makedirs(wh.root, exist_ok=True)
         for _ in range(2):
-            if create_exclusive(path, data):
+            if _created_lock(wh, path, data):
                 break
             holder = _read_lock(wh)
             if holder_gone(holder, token["host"]):  # its process on this host is gone: take the lock over

@@ -27,6 +27,12 @@ def warehouse(prefect_server):
     return generated_warehouse()
 
 
+def fresh_cache(tmp_path) -> str:
+    """A datasets cache of the test's own: the user-wide one answered `load_dataset(folder)` with the rows of an
+    earlier export to another folder of the same layout (ids of an earlier family version)."""
+    return str(tmp_path / "datasets-cache")
+
+
 def vhd(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "cli.main", *argv], capture_output=True, text=True, timeout=300,
                           cwd=ROOT, env={**os.environ, **OFFLINE})
@@ -61,7 +67,8 @@ def test_trl_and_skyrl_files_load_with_datasets_and_round_trip(warehouse, tmp_pa
     completed = vhd("export", "--warehouse", warehouse, "--format", fmt, "--out", str(out))
     assert completed.returncode == 0, completed.stderr
     specs = {s.env_id: s for s in select_specs("true", None, warehouse)}
-    loaded = datasets.load_dataset("parquet" if suffix == ".parquet" else "json", data_files=str(out), split="train")
+    loaded = datasets.load_dataset("parquet" if suffix == ".parquet" else "json", data_files=str(out), split="train",
+                                    cache_dir=fresh_cache(tmp_path))
     assert len(loaded) == len(specs) * len(MODES)
     assert loaded[0]["prompt"][0]["role"] == "system" and loaded[0]["prompt"][1] == {"role": "user",
                                                                                      "content": "Begin."}
@@ -107,14 +114,14 @@ def test_hf_folder_is_one_dataset_with_a_default_and_a_configuration_per_family(
     families = sorted({s.family for s in specs})
     assert sorted(p.name for p in (out / "data").iterdir()) == families
     # no configuration name: the default one, every family, the splits of the rows (this catalog: all train)
-    every = datasets.load_dataset(str(out))
+    every = datasets.load_dataset(str(out), cache_dir=fresh_cache(tmp_path))
     assert {name: len(split) for name, split in every.items()} == {"train": len(specs)}
     assert sorted(set(every["train"]["family"])) == families
     assert sorted(every["train"]["env_id"]) == sorted(s.env_id for s in specs)
     card = (out / "README.md").read_text()
     counts = _card_counts(card)
     for family in families:
-        loaded = datasets.load_dataset(str(out), family, split="train")
+        loaded = datasets.load_dataset(str(out), family, split="train", cache_dir=fresh_cache(tmp_path))
         assert set(loaded["family"]) == {family}
         mine = [s for s in specs if s.family == family]
         assert len(loaded) == len(mine) == counts[(family, "train")]["rows"]
@@ -142,7 +149,7 @@ def test_hf_splits_come_from_the_rows_split_column(warehouse, tmp_path):
     specs = [s.model_copy(update={"split": labels[i % 3]})
              for i, s in enumerate(select_specs("family IN ('knapsack', 'lp', 'routing')", None, warehouse))]
     out = write_trainer_rows(trainer_rows(specs, "hf", ["hidden", "revealed"]), tmp_path / "hf", "hf")
-    every = datasets.load_dataset(str(out))
+    every = datasets.load_dataset(str(out), cache_dir=fresh_cache(tmp_path))
     assert {name: len(split) for name, split in every.items()} == {
         label: 2 * sum(1 for s in specs if s.split == label) for label in labels}
     for name, split in every.items():
@@ -150,7 +157,7 @@ def test_hf_splits_come_from_the_rows_split_column(warehouse, tmp_path):
         assert sorted(set(split["env_id"])) == sorted(s.env_id for s in specs if s.split == name)
     counts = _card_counts((out / "README.md").read_text())
     for family in ("knapsack", "lp", "routing"):
-        loaded = datasets.load_dataset(str(out), family)
+        loaded = datasets.load_dataset(str(out), family, cache_dir=fresh_cache(tmp_path))
         expected = {label: 2 * sum(1 for s in specs if s.family == family and s.split == label) for label in labels}
         assert {name: len(split) for name, split in loaded.items()} == {k: v for k, v in expected.items() if v}
         assert {split: counts[(family, split)]["rows"] for split in loaded} == {k: v for k, v in expected.items() if v}
@@ -180,7 +187,7 @@ def test_export_limit_is_a_seeded_sample_recorded_in_the_rows(warehouse, tmp_pat
     hf = sample("hf", "3", "hf")
     assert {r["family"] for r in hf} == {"knapsack", "lp"} and {r["sample_seed"] for r in hf} == {3}
     assert "--seed 3" in (tmp_path / "hf" / "README.md").read_text()
-    assert len(datasets.load_dataset(str(tmp_path / "hf"), split="train")) == 2
+    assert len(datasets.load_dataset(str(tmp_path / "hf"), split="train", cache_dir=fresh_cache(tmp_path))) == 2
 
 
 @pytest.mark.parametrize("argv, needle", [
