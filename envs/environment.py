@@ -14,6 +14,7 @@ from envs.calculator import CalculatorError, evaluate
 from envs.scoring import score
 from mechanisms.base import ActionError
 from mechanisms.prose import ledger
+from schemas import payload
 from schemas.envspec import DEFAULT_MODE, MODES, SUBMIT_PLAN, EnvSpec, Mode, ToolSpec
 from schemas.errors import UserError
 from schemas.strict_json import dumps, loads
@@ -300,30 +301,13 @@ def _parse_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
             raise ActionError("arguments nest lists or objects too deeply") from None
     if not isinstance(arguments, dict):
         raise ActionError("arguments must be a JSON object")
-    if _nesting_exceeds(arguments, MAX_NESTING):  # read (from JSON or a caller's objects) but too deep to show
+    if payload.nesting_exceeds(arguments, MAX_NESTING):  # read (from JSON or a caller's objects) but too deep to show
         raise ActionError("arguments nest lists or objects too deeply")
     return arguments
 
 
-MAX_NESTING = 64  # lists and objects within a call's arguments: a written plan's step arguments sit at depth 4
-
-
-def _nesting_exceeds(value: Any, limit: int) -> bool:
-    """Whether lists and objects nest more than `limit` deep in `value` (walked without recursion: a value nested
-    thousands deep would overflow Python's stack wherever it is shown or copied)."""
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children = item.values()
-        elif isinstance(item, (list, tuple)):
-            children = item
-        else:
-            continue
-        if depth >= limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
+# lists and objects within a call's arguments (a written plan's step arguments sit at depth 4): the one guard's limit
+MAX_NESTING = payload.MAX_DEPTH
 
 
 def _in_tool_names(message: str, mapping: dict[str, str]) -> str:
