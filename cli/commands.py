@@ -19,7 +19,7 @@ def check_generate(args) -> None:
     import mechanisms
     from schemas.shard import check_count, check_families, check_split, parse_date
     from setter import make_setter
-    from tasks.stage_cache import stage_cache_days
+    from tasks.stage_cache import check_stage_cache, stage_cache_days
 
     check_count(args.count)  # before anything else: a count of 10**15 must not be planned
     if args.plan_name is None:
@@ -39,6 +39,7 @@ def check_generate(args) -> None:
     if args.processes and args.runner == "dask":
         raise UserError("--processes applies to --runner threads; with dask, --workers sets the worker processes")
     stage_cache_days()  # a bad $VHD_STAGE_CACHE_DAYS
+    check_stage_cache(args.stage_cache)  # a bad --stage-cache (or $VHD_STAGE_CACHE): a malformed URL, a missing bucket
     warehouse_of(args, read=False, write=True)
 
 
@@ -88,7 +89,7 @@ def cmd_generate(args) -> int:
 
     with generation_progress(total, enabled=not args.no_progress):
         summary = run_generate(workers=args.workers, runner=args.runner, dask_address=args.dask_address,
-                               processes=args.processes,
+                               processes=args.processes, stage_cache=args.stage_cache,
                                date=shards[0].date, count=args.count, families=args.families,
                                split=args.split, setter=args.setter, model=args.model, warehouse=wh.url,
                                shard_size=args.shard_size, plan_name=args.plan_name,
@@ -213,15 +214,11 @@ def cmd_solve(args) -> int:
 
 
 def load_spec(wh, env_id: str):
-    from schemas.envspec import EnvSpec
-    from warehouse.catalog import connect
+    """The catalog's spec of `env_id`, verified as every reader verifies it (envs.catalog.load_spec: its id, its
+    size, its family), one line if not."""
+    from envs.catalog import load_spec as verified_spec
 
-    con = connect(wh)
-    row = con.execute("SELECT spec_json FROM environments WHERE env_id = ?", [env_id]).fetchone()
-    if row is None:
-        raise UserError(f"unknown environment id {env_id!r}; "
-                       'list ids with: vhd query "SELECT env_id FROM environments"')
-    return EnvSpec.model_validate_json(row[0])
+    return verified_spec(env_id, wh)
 
 
 def cmd_show(args) -> int:
