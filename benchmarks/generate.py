@@ -2,6 +2,13 @@
 it (the default runner: threads, the stages' CPU work in one worker process per core), and the ratio.
 
     .venv/bin/python benchmarks/generate.py [--count 3300] [--families all] [--processes N] [--small 10] [--repeat 3]
+    .venv/bin/python benchmarks/generate.py --runner dask [--dask-address tcp://HOST:PORT] [--count 3300] [--repeat 3]
+
+With `--runner dask` the comparison is the default runner against `--runner dask` on a multi-process cluster: the
+one at --dask-address, else one this script starts as a user would (`dask scheduler`, `dask worker --nworkers 2
+--nthreads 1`, separate commands, kept for all the runs: a cluster outlives the runs it serves). It prints both
+sides' medians, their ratio, whether they landed the same ids, and the CPU seconds of the flow's process, the
+workers, the Dask scheduler and the Prefect server.
 
 Each side runs in a fresh process of its own, `--repeat` times, loop and flow alternating; the medians are reported
 (this 2-core machine's speed drifts by 5-10% over minutes). Every run uses the same plan (same date, families,
@@ -102,16 +109,108 @@ def run_side(side: str, warehouse: str, date: str, count: int, families: str | N
             "admitted": summary["admitted"], "rejected": summary["rejected"]}
 
 
+def dask_side(warehouse: str, date: str, count: int, families: str | None, address: str) -> dict:
+    """The flow with --runner dask on the cluster at `address` (a fresh process, a small run first for the imports,
+    as for the default side), and the CPU seconds of the flow's process, the workers and the scheduler."""
+    from distributed import Client
+
+    from flows.generate import run_generate
+
+    run_generate(runner="dask", dask_address=address, warehouse=str(Path(warehouse).parent / "warm"), date=date,
+                 count=3, families="knapsack")
+    with Client(address, set_as_default=False) as client:
+        workers = list(client.run(os.getpid).values())
+        scheduler = client.run_on_scheduler(os.getpid)
+    others = {"workers_cpu": workers, "scheduler_cpu": [scheduler]}
+    before = {name: sum(process_cpu_seconds(pid) for pid in pids) for name, pids in others.items()}
+    server = server_pid(os.environ["PREFECT_API_URL"])
+    server_cpu = process_cpu_seconds(server) if server else None
+    own_cpu = time.process_time()
+    started = time.perf_counter()
+    summary = run_generate(runner="dask", dask_address=address, warehouse=warehouse, date=date, count=count,
+                           families=families)
+    seconds = time.perf_counter() - started
+    after = {name: sum(process_cpu_seconds(pid) for pid in pids) for name, pids in others.items()}
+    return {"seconds": seconds, "cpu": time.process_time() - own_cpu, "processes": len(workers),
+            **{name: after[name] - before[name] for name in others},
+            "server_cpu": process_cpu_seconds(server) - server_cpu if server else None,
+            "admitted": summary["admitted"], "rejected": summary["rejected"]}
+
+
+def start_cluster(workers: int = 2) -> tuple[str, list[subprocess.Popen]]:
+    """`dask scheduler` and `dask worker --nworkers N --nthreads 1` as separate commands; the scheduler's address."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env, "cwd": ROOT}
+    started = [subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                 "--no-dashboard"], **quiet)]
+    started.append(subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nworkers", str(workers),
+                                     "--nthreads", "1", "--no-dashboard"], **quiet))
+    from distributed import Client
+
+    with Client(address, timeout=60, set_as_default=False) as client:
+        client.wait_for_workers(workers, timeout=120)
+    return address, started
+
+
+def compare_dask(args: argparse.Namespace) -> None:
+    """The default runner against --runner dask on a multi-process cluster, alternating; medians and ratio."""
+    # a Dask nanny starts its workers with one BLAS thread; the default side too, until ids do not depend on it
+    os.environ.update({name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")})
+    started: list[subprocess.Popen] = []
+    address = args.dask_address
+    if not address:
+        address, started = start_cluster()
+    try:
+        with tempfile.TemporaryDirectory() as root:
+            defaults, dasks, same = [], [], True
+            for attempt in range(args.repeat):
+                pair = Path(root) / f"pair-{attempt}"
+                flow_wh, dask_wh = str(pair / "flow" / "wh"), str(pair / "dask" / "wh")
+                defaults.append(side_in_child("flow", flow_wh, args))
+                dasks.append(side_in_child("dask", dask_wh, args, address))
+                same = same and env_ids(flow_wh) == env_ids(dask_wh)
+                print(f"pair {attempt + 1}: default {defaults[-1]['seconds']:.2f} s, "
+                      f"dask {dasks[-1]['seconds']:.2f} s, "
+                      f"ratio {dasks[-1]['seconds'] / defaults[-1]['seconds']:.3f}", flush=True)
+    finally:
+        for process in reversed(started):
+            process.terminate()
+            process.wait(timeout=30)
+    default, dask = median_run(defaults), median_run(dasks)
+    print(f"plan: {args.count} environments of {args.families or 'all 13 families'}, date {args.date}; medians of "
+          f"{args.repeat} alternating runs of each side")
+    print(f"default runner ({default['processes']} worker processes): {default['seconds']:8.2f} s  "
+          f"({args.count / default['seconds']:6.1f} env/s); CPU s: flow {default['cpu']:.1f}, workers "
+          f"{default['workers_cpu'] or 0:.1f}, Prefect server {default['server_cpu'] or 0:.1f}")
+    print(f"dask runner ({dask['processes']} workers at {address}): {dask['seconds']:8.2f} s  "
+          f"({args.count / dask['seconds']:6.1f} env/s); CPU s: flow {dask['cpu']:.1f}, workers "
+          f"{dask['workers_cpu']:.1f}, scheduler {dask['scheduler_cpu']:.1f}, Prefect server "
+          f"{dask['server_cpu'] or 0:.1f}")
+    ratios = ", ".join(f"{d['seconds'] / f['seconds']:.3f}" for f, d in zip(defaults, dasks, strict=True))
+    print(f"pairs' ratios: {ratios}")
+    print(f"ratio (dask / default, medians): {dask['seconds'] / default['seconds']:.3f}")
+    print(f"same environment ids in both: {same}")
+
+
 def median_run(runs: list[dict]) -> dict:
     """The run whose wall time is the median (the lower middle one of an even number)."""
     return sorted(runs, key=lambda run: run["seconds"])[(len(runs) - 1) // 2]
 
 
-def side_in_child(side: str, warehouse: str, args: argparse.Namespace) -> dict:
+def side_in_child(side: str, warehouse: str, args: argparse.Namespace, address: str | None = None) -> dict:
     """`run_side` in a child process of its own: each side starts as a command would, with nothing the other side
     left behind in its heap."""
     command = [sys.executable, __file__, "--side", side, "--warehouse", warehouse, "--count", str(args.count),
                "--date", args.date]
+    if address:
+        command += ["--dask-address", address]
     if args.families:
         command += ["--families", args.families]
     if args.processes is not None:
@@ -128,7 +227,10 @@ def main() -> None:
     parser.add_argument("--date", default="2026-01-01")
     parser.add_argument("--small", type=int, default=10, help="also time `vhd generate --count N` (0: skip)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each side, alternating (medians reported)")
-    parser.add_argument("--side", choices=["loop", "flow"], help=argparse.SUPPRESS)  # one side, in a child
+    parser.add_argument("--runner", choices=["threads", "dask"], default="threads",
+                        help="dask: compare the default runner with --runner dask (instead of the loop with the flow)")
+    parser.add_argument("--dask-address", help="the cluster for --runner dask (default: one started here)")
+    parser.add_argument("--side", choices=["loop", "flow", "dask"], help=argparse.SUPPRESS)  # one side, in a child
     parser.add_argument("--warehouse", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -136,6 +238,12 @@ def main() -> None:
         from cli.prefect_server import use_local_server
 
         use_local_server(start=True)  # exports PREFECT_API_URL; its start is not measured
+    if args.side == "dask":
+        print(json.dumps(dask_side(args.warehouse, args.date, args.count, args.families, args.dask_address)))
+        return
+    if args.runner == "dask":
+        compare_dask(args)
+        return
     if args.side:
         print(json.dumps(run_side(args.side, args.warehouse, args.date, args.count, args.families, args.processes)))
         return

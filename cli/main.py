@@ -164,10 +164,15 @@ def _generate_options(gen: argparse.ArgumentParser) -> None:
             help="worker processes for the stages' CPU work with --runner threads (default: one per core for "
                  "200 or more environments, else none; 0 = everything in this process; at most "
                  f"{PROCESSES_PER_CORE} per core)")
-    _runner_options(gen, "where the stages run: 'threads' in this process (default), or 'dask' through prefect-dask "
-                         "on a local cluster or the one at --dask-address, landing the same environments; with dask "
-                         "the progress bar moves as each shard's stages complete, and --max-cost-usd is refused",
+    _runner_options(gen, "where the stages' CPU work runs: worker processes of this machine ('threads', the default), "
+                         "or 'dask': a local cluster or the one at --dask-address, landing the same environments; "
+                         "with dask the progress bar moves as each shard's stages complete",
                     "scheduler of a running Dask cluster for --runner dask (see README, 'Scaling out on Dask')")
+    gen.add_argument("--stage-cache", metavar="URL",
+                     help="keep the stages' results in s3://bucket/prefix (S3 set up as for the warehouse), another "
+                          "fsspec URL, a folder or a Prefect storage block TYPE/NAME, so that a re-run on any host "
+                          "naming it takes the finished stages from there (default $VHD_STAGE_CACHE, else Prefect's "
+                          "local result storage)")
     gen.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
     _prefect_port_option(gen)
 
@@ -343,9 +348,26 @@ def _serve_envs_options(serve_envs: argparse.ArgumentParser) -> None:
     _number(serve_envs, "--session-ttl", float,
             Bound(0, MAX_SECONDS, "positive seconds", " seconds (one day)", low_open=True), default=600.0,
             help="seconds a session may stay idle before it expires (default 600, at most a day)")
+    _number(serve_envs, "--max-sessions", int, SESSIONS, default=10_000,
+            help="sessions open at once, all clients together (default 10,000; one more is 429)")
+    _sessions_per_client_option(serve_envs, 2_500)
+    _number(serve_envs, "--body-timeout", float,
+            Bound(0, 600.0, "positive seconds", " seconds", low_open=True), default=5.0,
+            help="seconds a request's whole body may take after its headers; a client that stalls is answered 408 "
+                 "and its connection closed (default 5)")
     serve_envs.add_argument("--where", default="true",
                             help="SQL condition over the environments table: the only environments served (an id "
                                  "outside it is refused as unknown), e.g. \"split = 'train'\" (default: all)")
+
+
+SESSIONS = Bound(1, 10_000, "at least 1", " sessions")
+
+
+def _sessions_per_client_option(serve: argparse.ArgumentParser, default: int) -> None:
+    _number(serve, "--sessions-per-client", int, SESSIONS, default=default,
+            help=f"sessions one client (peer address: clients behind one proxy or NAT are one client) may hold at "
+                 f"once; one more is refused for that client only (default {default:,}, a quarter of the default "
+                 "--max-sessions)")
 
 
 def _serve_mcp_options(serve_mcp: argparse.ArgumentParser) -> None:
@@ -358,8 +380,10 @@ def _serve_openenv_options(openenv: argparse.ArgumentParser) -> None:
 
     openenv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     _number(openenv, "--port", int, PORT, default=8000, help="port (default 8000)")
-    _number(openenv, "--max-sessions", int, Bound(1, 10_000, "at least 1", " sessions"), default=256,
-                         help="concurrent WebSocket sessions (default 256; one more gets CAPACITY_REACHED)")
+    _number(openenv, "--max-sessions", int, SESSIONS, default=256,
+            help="sessions open at once, WebSocket and /mcp ones together (default 256; one more gets "
+                 "CAPACITY_REACHED)")
+    _sessions_per_client_option(openenv, 64)
     openenv.add_argument("--where", default="true",
                          help="SQL condition: the environments the Task API lists, the only ones a session may reset "
                               "to (an id outside it is refused as unknown)")
@@ -544,13 +568,21 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     # Prefect's per-task INFO lines would drown the progress bar; warnings and errors still show.
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    from cli import exhaustion
+
+    exhaustion.watch_prefect_logs()  # a task run on a full disk: not a traceback per shard, one line at the end
     try:
         run = handler_of(command.handler)
         if command.interruptible:
             from cli import interrupts
 
-            return interrupts.run(run, args) or 0
-        return run(args) or 0
+            code = interrupts.run(run, args) or 0
+        else:
+            code = run(args) or 0
+        if exhaustion.seen():  # what did not land stays invisible; the summary above says what did
+            print(f"error: {exhaustion.seen()}", file=sys.stderr)
+            return code or 1
+        return code
     except BrokenPipeError:  # the reader (head, less) went away: not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
@@ -563,6 +595,12 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as error:  # the user-facing error boundary: any other exception keeps its traceback
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except (OSError, MemoryError) as error:  # a full disk, too many open files, memory: one line, exit code 1
+        line = exhaustion.line_of(error)
+        if line is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

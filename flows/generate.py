@@ -29,7 +29,7 @@ from tasks.render import render_shard
 from tasks.rounds import ShardRounds, StageTotals
 from tasks.sample import sample_shard
 from tasks.solve import solve_shard
-from tasks.stage_cache import prune_stage_cache
+from tasks.stage_cache import open_stage_cache
 from tasks.validate import validate_shard
 
 DEFAULT_WORKERS = 4
@@ -181,13 +181,18 @@ def run_summary(state) -> dict:
 
 
 def run_generate_state(workers: int | None = None, runner: str = "threads", dask_address: str | None = None,
-                       processes: int | None = None, **parameters):
+                       processes: int | None = None, stage_cache: str | None = None, **parameters):
     """Run the flow on `runner` and return its final state: threads bounded to `workers` (default 4), their CPU work
-    spread over `processes` worker processes (tasks.pool; default: pool.processes_for), or Dask (flows.runners): a
-    local cluster of `workers` processes (default 2), or the scheduler at `dask_address`.
+    spread over `processes` worker processes (tasks.pool; default: pool.processes_for), or with Dask
+    (flows.runners) the same threads, two per Dask worker, their CPU work sent to a local cluster of `workers`
+    processes (default 2) or to the scheduler at `dask_address`.
+
+    The stage results are kept in Prefect's local result storage, or in `stage_cache` (else $VHD_STAGE_CACHE): an
+    s3://bucket/prefix, a folder or a storage block that another process or host names to take the finished stages
+    from (tasks.stage_cache.open_stage_cache).
 
     The progress hub followed here (tasks.progress.following, e.g. cli.progress's bar) counts the run as it goes."""
-    from flows.runners import DEFAULT_DASK_WORKERS, check_runner, make_task_runner
+    from flows.runners import DEFAULT_DASK_WORKERS, check_runner, connect_dask, make_task_runner, stage_threads
     from warehouse.preflight import check_writable
 
     check_writable(parameters.get("warehouse"))  # a bad warehouse fails now in one line, not at landing
@@ -195,19 +200,22 @@ def run_generate_state(workers: int | None = None, runner: str = "threads", dask
 
     make_setter(parameters.get("setter", "template"), parameters.get("model"), parameters.get("fallback_model"))
     check_runner(runner, dask_address, parameters.get("max_cost_usd"))
-    prune_stage_cache()  # the stage results of runs older than $VHD_STAGE_CACHE_DAYS
-    if workers is None:
-        workers = DEFAULT_DASK_WORKERS if runner == "dask" else DEFAULT_WORKERS
-    task_runner = make_task_runner(runner, workers, dask_address)
+    cache_options = open_stage_cache(stage_cache)  # and results older than $VHD_STAGE_CACHE_DAYS pruned
     total = plan_total(parameters.get("plan_name"), parameters.get("count"))
-    pool.configure(pool.processes_for(processes, total) if runner == "threads" else 0)
+    if runner == "dask":  # the pool is the cluster; the stage threads, two per Dask worker, stay here
+        dask_workers = connect_dask(workers or DEFAULT_DASK_WORKERS, dask_address)
+        pool.use_workers(dask_workers)
+        task_runner = make_task_runner("threads", stage_threads(dask_workers.worker_count()))
+    else:
+        task_runner = make_task_runner(runner, workers or DEFAULT_WORKERS)
+        pool.configure(pool.processes_for(processes, total))
     try:
-        return generate.with_options(task_runner=task_runner)(**parameters, return_state=True)
+        return generate.with_options(task_runner=task_runner, **cache_options)(**parameters, return_state=True)
     finally:
         pool.shutdown()
 
 
 def run_generate(workers: int | None = None, runner: str = "threads", dask_address: str | None = None,
-                 processes: int | None = None, **parameters) -> dict:
+                 processes: int | None = None, stage_cache: str | None = None, **parameters) -> dict:
     """Run the flow (see run_generate_state) and return the run summary."""
-    return run_summary(run_generate_state(workers, runner, dask_address, processes, **parameters))
+    return run_summary(run_generate_state(workers, runner, dask_address, processes, stage_cache, **parameters))

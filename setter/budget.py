@@ -48,8 +48,8 @@ class CostBudget:
             return self.limit_usd is not None and self.spent_usd >= self.limit_usd
 
     def __reduce__(self):
-        raise TypeError("a CostBudget is one process's counter and is never sent to another process (with --runner "
-                        "dask, --max-cost-usd is refused)")
+        raise TypeError("a CostBudget is one process's counter and is never sent to another process (an LLM setter "
+                        "renders in the flow's threads, whichever runner does the CPU work)")
 
 
 _IN_FORCE: ContextVar[CostBudget | None] = ContextVar("vhd_llm_budget", default=None)

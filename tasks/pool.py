@@ -37,8 +37,9 @@ from schemas.errors import UserError
 T = TypeVar("T")
 
 # what the fork server imports once, so that each worker it forks starts with the stage code loaded
-PRELOAD = ["envs.admission", "tasks.land", "tasks.render", "tasks.sample", "tasks.solve", "setter.template",
-           "scipy.optimize", "scipy.sparse"]  # the solvers import these on first use
+# (platformkit.forkserver_guard first: the fork server dies with the process that started it, from its first second)
+PRELOAD = ["platformkit.forkserver_guard", "envs.admission", "tasks.land", "tasks.render", "tasks.sample",
+           "tasks.solve", "setter.template", "scipy.optimize", "scipy.sparse"]  # the solvers import these on first use
 
 _lock = threading.Lock()
 _processes = 0
@@ -235,14 +236,79 @@ def _adopt_environment(environment: dict[str, str], reports=None) -> None:
     or the CPU-hour price are read from them), not the fork server's, which started with the first pool.
 
     Ctrl-C reaches the whole process group: a worker ignores it (no KeyboardInterrupt traceback from each one),
-    and the flow's process stops the workers itself (cli.interrupts)."""
+    and the flow's process stops the workers itself (cli.interrupts).
+
+    A worker dies with the flow's process, SIGKILL included (issue 31): it waits on its parent sentinel, a pipe only
+    the flow's process holds open, and dies with the fork server that forked it (parent-death signal). Left alive,
+    workers would hold the fork server's "alive" pipe and the resource tracker's pipe open, and all of them would
+    outlive the command; with the workers gone, both see end of file and exit."""
     global _reports, _in_worker
+    from platformkit.processes import die_when_readable, die_with_parent
+
+    die_with_parent()
+    owner = multiprocessing.parent_process()
+    if owner is not None and owner.sentinel is not None:
+        die_when_readable(owner.sentinel)
     _in_worker = True
     tune_gc()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.clear()
     os.environ.update(environment)
     _reports = reports
+
+
+def use_workers(workers: Any) -> None:
+    """Send the stages' work to `workers` from now on instead of local processes: an executor with `submit(function,
+    *args, near=pid)` returning a future, `pids()` and `shutdown()` (flows.runners.DaskWorkers, a Dask cluster's
+    workers). Such an executor returns a stage's reports with its result (`reports_with_result`): there is no queue
+    from its workers to this process, so a stage's counts reach its listener when the stage completes."""
+    global _processes, _pool
+    with _lock:
+        _stop_locked()
+        _pool, _processes = workers, 2
+
+
+def prepare_worker(environment: dict[str, str]) -> None:
+    """Make a process that is not one of this module's forks (a Dask worker) a stage worker: it keeps what it packs
+    for the next stage sent to it, collects garbage as the forks do, has the stage code imported, and reads the
+    settings in `environment` (the flow's VHD_/AWS_ variables: the S3 endpoint, the CPU-hour price). Runs once per
+    worker and environment; what a worker had before in its own environment is kept."""
+    global _in_worker, _prepared_for
+    key = tuple(sorted(environment.items()))
+    if _prepared_for == key:
+        return
+    if not _in_worker:
+        import importlib
+
+        for module in PRELOAD:
+            importlib.import_module(module)
+        tune_gc()
+    _in_worker = True
+    os.environ.update(environment)
+    _prepared_for = key
+
+
+_prepared_for: tuple | None = None
+
+
+def run_prepared(environment: dict[str, str], function: Callable[..., T], *args: Any) -> T:
+    """In a worker that is not a fork of this module (a Dask worker): `function(*args)`, the worker prepared first."""
+    prepare_worker(environment)
+    return function(*args)
+
+
+def run_staged_reporting(environment: dict[str, str], function: Callable[..., Any], args: tuple,
+                         reported: bool) -> tuple[Any, list]:
+    """In a Dask worker: the stage as `_run_staged` runs it, its counts collected (when `reported`) and returned with
+    its packed result, for the flow's process to hand to the stage's listener, and the worker's pid and address
+    (the worker a stage whose input this is goes to)."""
+    from distributed import get_worker
+
+    prepare_worker(environment)
+    reports: list = []
+    kwargs = {"report": reports.append} if reported else {}
+    result = function(*(_unpacked(arg) for arg in args), **kwargs)
+    return (result.packed() if hasattr(result, "packed") else result), reports, (os.getpid(), get_worker().address)
 
 
 def submit(function: Callable[..., T], *args: Any) -> Future[T]:
@@ -304,6 +370,12 @@ def call_staged(function: Callable[..., T], *args: Any, report: Callable[[Any], 
     if pool is None:
         return function(*(_unpacked(arg) for arg in args), **({} if report is None else {"report": report}))
     near = _maker(args)
+    if getattr(pool, "reports_with_result", False):  # a Dask cluster's worker: its counts come with its result
+        result, reports = pool.submit_staged(run_staged_reporting, function, args, report is not None,
+                                             near=near).result()
+        for counts in reports:
+            report(counts)
+        return result
     if report is None:
         return pool.submit(_run_staged, function, args, None, near=near).result()
     listener_id, finished = next(_listener_ids), threading.Event()
@@ -325,8 +397,9 @@ def _stop_locked() -> None:
         _last_cpu_seconds = _workers_cpu_seconds(_pool)
         _pool.shutdown()
         _pool = None
-        _reports.put((None, None))
-        _drain.join(timeout=REPORT_WAIT_SECONDS)
+        if _reports is not None:  # a pool of this module's forks (a Dask cluster has no report queue)
+            _reports.put((None, None))
+            _drain.join(timeout=REPORT_WAIT_SECONDS)
         _reports, _drain = None, None
 
 
