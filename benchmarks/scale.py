@@ -178,6 +178,8 @@ def fit(large: dict, small: dict, key: str) -> tuple[float, float]:
     fixed / size + per_env."""
     y1, y2 = per(large, key, "admitted"), per(small, key, "admitted")
     s1, s2 = mean_shard(large), mean_shard(small)
+    if s1 == s2:  # one shard size (a tiny plan: every family's shard holds its whole count): no per-shard part
+        return 0.0, y1
     fixed = max(0.0, (y2 - y1) / (1 / s2 - 1 / s1))
     return fixed, max(0.0, y1 - fixed / s1)
 

@@ -25,7 +25,9 @@ TINY = {
     "prose.py": (["--families", "knapsack,routing", "--sample", "2"], "defects: 0"),
     "report.py": (["--rows", "3000", "--nights", "2"], "rows"),
     "runtime.py": (["--seconds", "0.5", "--clients", "1"], "calls/s"),
+    "scale.py": (["--count", "26", "--workers", "1", "--shard-size", "13", "--small-shards", "13"], "env/s"),
     "setter.py": (["--count", "1", "--families", "knapsack"], "knapsack"),
+    "soak.py": (["--minutes", "0.1", "--sample-seconds", "2"], "wrong scores: 0"),
     "solve.py": (["--instances", "1", "--families", "knapsack"], "knapsack"),
 }
 
@@ -46,7 +48,7 @@ def test_the_benchmark_runs_in_its_tiny_mode(script, request, prefect_server, tm
     arguments, expected = TINY[script]
     if script == "prose.py":
         arguments = [*arguments, "--out", str(tmp_path / "sample.md")]
-    if script == "runtime.py":
+    if script in ("runtime.py", "soak.py"):
         arguments = [*arguments, "--warehouse", request.getfixturevalue("small_warehouse")]
     if script == "setter.py":
         request.getfixturevalue("local_llm")  # the local model is installed (it starts its own server)
