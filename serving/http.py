@@ -28,7 +28,6 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -147,6 +146,34 @@ def _field_names(model: type[BaseModel]) -> str:
     return ", ".join(repr(name) for name in model.model_fields)
 
 
+def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The OpenAPI entry of a body the handler reads by hand (through the guard), so /docs still shows it."""
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}}}}
+
+
+def _create_body(raw: bytes) -> CreateSession:
+    """POST /sessions' body read through schemas.payload's guard (a 5,000-digit integer, a body nested 100,000
+    deep, bytes that are not UTF-8: each a one-line 422 naming the limit, as a tool call's body is), then its
+    fields checked: an unknown field, a missing or non-string env_id or mode is one line naming the field."""
+    shape = "send {\"env_id\": \"...\", \"mode\": \"hidden\"}"
+    try:
+        body = payload.read(raw, "the body")
+    except PayloadError as error:
+        raise BadRequest(f"malformed request: {error}; {shape}") from None
+    if not isinstance(body, dict):
+        raise BadRequest(f"malformed request: the body must be a JSON object; {shape}")
+    unknown = sorted(set(body) - set(CreateSession.model_fields))
+    if unknown:
+        raise BadRequest(f"malformed request: unknown field {unknown[0]!r}; the body takes "
+                         f"{_field_names(CreateSession)}")
+    for field in CreateSession.model_fields:
+        if field in body and not isinstance(body[field], str):
+            raise BadRequest(f"malformed request: {field} must be a string; {shape}")
+    if "env_id" not in body:
+        raise BadRequest(f"malformed request: the body has no env_id; {shape}")
+    return CreateSession(**body)
+
+
 def _state(session) -> dict[str, Any]:
     env = session.env
     return {"session_id": session.session_id, "env_id": env.spec.env_id, "mode": env.mode, "turns": env.turns,
@@ -166,21 +193,13 @@ def create_app(load_spec: Callable[[str], EnvSpec], ttl_s: float = DEFAULT_TTL_S
     async def session_error(request: Request, error: SessionError):
         return JSONResponse({"detail": str(error)}, status_code=code_for(error, HTTP_STATUS))
 
-    @app.exception_handler(RequestValidationError)
-    async def bad_body(request: Request, error: RequestValidationError):
-        first = error.errors()[0] if error.errors() else {}
-        where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
-        reason = f"malformed request: {where + ': ' if where else ''}{first.get('msg', 'invalid body')}"
-        if first.get("type") == "extra_forbidden":
-            reason = f"malformed request: unknown field {where!r}; the body takes {_field_names(CreateSession)}"
-        return JSONResponse({"detail": " ".join(reason.split())}, status_code=422)
-
     @app.get("/health")
     async def health():
         return {"status": "ok", "sessions": len(store.sessions)}
 
-    @app.post("/sessions", status_code=201)
-    async def create(body: CreateSession, request: Request):
+    @app.post("/sessions", status_code=201, openapi_extra=_body_schema(CreateSession))
+    async def create(request: Request):
+        body = _create_body(await request.body())
         spec = store._specs.get(body.env_id) or await run_in_threadpool(store.spec, body.env_id)
         session = store.create(spec, body.mode, client_of(request))
         env = session.env
@@ -194,7 +213,7 @@ def create_app(load_spec: Callable[[str], EnvSpec], ttl_s: float = DEFAULT_TTL_S
     async def tools(session_id: str):
         return _json({"tools": store.get(session_id).env.tools()})
 
-    @app.post("/sessions/{session_id}/call")
+    @app.post("/sessions/{session_id}/call", openapi_extra=_body_schema(ToolCall))
     async def call(session_id: str, request: Request):
         # parsed by hand: the hot path of a rollout, and a malformed body still gets one line
         try:

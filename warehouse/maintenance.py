@@ -81,7 +81,8 @@ def _tampered_rows(con: duckdb.DuckDBPyConnection, wh: Warehouse, paths: list[st
     whose env_id is not of the form `<family>-<16 hex digits>` are not environments this project landed.
 
     A spec longer than MAX_SPEC_JSON_CHARS is reported from its length, measured in SQL (its text is never read
-    out), and so is a row of a family this vhd does not know (every reader refuses both)."""
+    out), and so is a row of a family this vhd does not know (every reader refuses both); each row is reported once,
+    for the first of these it fails."""
     if not paths:
         return []
     import mechanisms
@@ -104,7 +105,8 @@ def _tampered_rows(con: duckdb.DuckDBPyConnection, wh: Warehouse, paths: list[st
                   f"AND regexp_replace(env_id, '-[0-9a-f]{{16}}$', '') NOT IN ({known_sql}) "
                   "ORDER BY env_id").fetchall()]
     rows = con.execute(
-        f"SELECT env_id, spec_json {landed} AND length(spec_json) <= {MAX_SPEC_JSON_CHARS} AND env_id IS DISTINCT "
+        f"SELECT env_id, spec_json {landed} AND length(spec_json) <= {MAX_SPEC_JSON_CHARS} "
+        f"AND regexp_replace(env_id, '-[0-9a-f]{{16}}$', '') IN ({known_sql}) AND env_id IS DISTINCT "
         "FROM regexp_replace(env_id, '-[0-9a-f]{16}$', '') || '-' || left(sha256(spec_json), 16) "
         "ORDER BY env_id"
     ).fetchall()

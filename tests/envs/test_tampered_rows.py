@@ -116,3 +116,21 @@ def test_a_spec_that_does_not_validate_is_one_line_naming_its_fields(tmp_path):
     assert_one_line_error(vhd("show", env_id, "--warehouse", wh.url), f"environment {env_id}'s stored spec",
                           "does not parse as a spec: split: Field required; turn_budget: Input should be a valid "
                           "integer")
+
+
+def test_warehouse_check_reports_a_row_once_for_the_first_check_it_fails(tmp_path):
+    """A row of an unknown family whose spec was also edited fails two checks; it is one line, the family's."""
+    from tests.warehouse.test_landing import DATE, environments_frame
+    from warehouse.landing import commit_run, land
+    from warehouse.location import resolve_warehouse
+
+    edited = json.loads(make_spec("knapsack", 1).canonical_json())
+    edited["family"] = "nosuch"
+    unknown_id = "nosuch-" + "0" * 16  # not the hash of the text beside it
+    frame = environments_frame([unknown_id]).assign(family=["nosuch"], spec_json=[json.dumps(edited)])
+    wh = resolve_warehouse(str(tmp_path / "wh"))
+    commit_run(wh, "run-a", DATE, {"environments": [land(wh, "environments", frame, DATE, "s1")]}, {})
+    result = vhd("warehouse", "check", "--warehouse", wh.url)
+    assert result.returncode == 1, result
+    naming = [line for line in result.stdout.splitlines() if unknown_id in line]
+    assert len(naming) == 1 and "which this vhd does not know" in naming[0], naming

@@ -146,6 +146,23 @@ def test_unknown_fields_are_422_naming_the_field(base_url, spec):
         assert client.get(f"/sessions/{session}").json()["turns"] == 0
 
 
+@pytest.mark.parametrize(("body", "named"), [
+    (b'{"env_id": ' + DIGITS_5000.encode() + b'}', "env_id must be a string"),
+    (b'{"env_id": "x", "mode": "hidden", "pad": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nest more than 72 deep"),
+    (b'{"env_id": "\xff\xfe"}', "is not UTF-8 text"),
+    (b'{"env_id": ', "is not JSON"),
+    (b'["env_id"]', "must be a JSON object"),
+    (b'{"mode": "hidden"}', "has no env_id"),
+])
+def test_a_hostile_session_body_is_one_line_naming_the_limit(base_url, spec, body, named):
+    with httpx.Client(base_url=base_url) as client:
+        created = client.post("/sessions", content=body, headers={"content-type": "application/json"})
+        assert created.status_code == 422, created.text
+        detail = created.json()["detail"]
+        assert named in detail and "\n" not in detail and detail.startswith("malformed request: ")
+        assert client.post("/sessions", json={"env_id": spec.env_id}).status_code == 201  # the server goes on
+
+
 # --- HTTP: huge integers are the environment's business -------------------------------------------------------
 
 @pytest.mark.parametrize("value", [str(HUGE), "-" + str(HUGE), DIGITS_5000, "1e400"])
