@@ -16,11 +16,33 @@ import re
 from functools import cache
 from typing import Any
 
-import inflect
+
+def _import_inflect():
+    """inflect, imported without typeguard's instrumentation of its methods.
+
+    inflect decorates its engine's methods with typeguard's ``@typechecked``, which at import re-reads and
+    recompiles inflect's 4,000-line source once per method: about 2 s of every process's start (every command and
+    stage worker that imports mechanisms), and a type check on every call after. Our calls pass strings and ints
+    (tests/mechanisms/test_prose.py), so the decorator is made a no-op while inflect is imported, as Python's
+    optimised mode (-O) makes it. A process that imported inflect before keeps its instrumented copy.
+    """
+    import typeguard
+
+    def unchecked(target=None, **_options):
+        return target if target is not None else (lambda function: function)
+
+    instrumenting = typeguard.typechecked
+    typeguard.typechecked = unchecked
+    try:
+        import inflect
+    finally:
+        typeguard.typechecked = instrumenting
+    return inflect
+
 
 # a figure keeps this many decimals at most: money to the cent and beyond, no float residue
 DECIMALS = 4
-_ENGINE = inflect.engine()
+_ENGINE = _import_inflect().engine()
 _LEADING_NUMBER = re.compile(r"^(\d+(?:\.\d+)?)")
 
 
