@@ -6,7 +6,8 @@ it (the default runner: threads, the stages' CPU work in one worker process per 
 
 With `--runner dask` the comparison is the default runner against `--runner dask` on a multi-process cluster: the
 one at --dask-address, else one this script starts as a user would (`dask scheduler`, `dask worker --nworkers 2
---nthreads 1`, separate commands, kept for all the runs: a cluster outlives the runs it serves). It prints both
+--nthreads 1` with the workers' profiler off as the README says, separate commands, kept for all the runs: a
+cluster outlives the runs it serves). It prints both
 sides' medians, their ratio, whether they landed the same ids, and the CPU seconds of the flow's process, the
 workers, the Dask scheduler and the Prefect server.
 
@@ -146,7 +147,9 @@ def start_cluster(workers: int = 2) -> tuple[str, list[subprocess.Popen]]:
         port = sock.getsockname()[1]
     address = f"tcp://127.0.0.1:{port}"
     bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    from flows.runners import WORKER_PROFILER_OFF_ENV
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **WORKER_PROFILER_OFF_ENV}  # as the README starts workers
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env, "cwd": ROOT}
     started = [subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
                                  "--no-dashboard"], **quiet)]
@@ -161,7 +164,7 @@ def start_cluster(workers: int = 2) -> tuple[str, list[subprocess.Popen]]:
 
 def compare_dask(args: argparse.Namespace) -> None:
     """The default runner against --runner dask on a multi-process cluster, alternating; medians and ratio."""
-    # a Dask nanny starts its workers with one BLAS thread; the default side too, until ids do not depend on it
+    # a Dask nanny starts its workers with one BLAS thread; the default side gets the same (ids do not depend on it)
     os.environ.update({name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")})
     started: list[subprocess.Popen] = []
     address = args.dask_address

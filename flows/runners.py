@@ -124,11 +124,20 @@ def connect_dask(workers: int = DEFAULT_DASK_WORKERS, dask_address: str | None =
     if dask_address:
         client = Client(dask_address, set_as_default=False, direct_to_workers=True, timeout=CONNECT_TIMEOUT_S)
     else:  # one thread per worker process: the stages are CPU-bound Python, so processes give the parallelism
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.CRITICAL)
+        import dask
+
+        with dask.config.set(WORKER_CONFIG):  # a nanny hands its worker the config it was made with
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                                   silence_logs=logging.CRITICAL)
         client = Client(cluster, set_as_default=False, direct_to_workers=True)
     return DaskWorkers(client, cluster)
 
+
+# A worker's statistical profiler (for the dashboard) samples the running stage's stack every 10 ms: 13% more worker
+# CPU than the local pool for the same stages (benchmarks/README.md, generate.py --runner dask). The local cluster
+# runs without it; for a cluster of your own, start the workers with DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False.
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
+WORKER_PROFILER_OFF_ENV = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
 
 # the flow's settings a worker adopts (tasks.pool.prepare_worker): the S3 endpoint and credentials, the CPU-hour price
 WORKER_ENVIRONMENT_PREFIXES = ("VHD_", "AWS_")
