@@ -151,26 +151,34 @@ def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}}}}
 
 
-def _create_body(raw: bytes) -> CreateSession:
-    """POST /sessions' body read through schemas.payload's guard (a 5,000-digit integer, a body nested 100,000
-    deep, bytes that are not UTF-8: each a one-line 422 naming the limit, as a tool call's body is), then its
-    fields checked: an unknown field, a missing or non-string env_id or mode is one line naming the field."""
-    shape = "send {\"env_id\": \"...\", \"mode\": \"hidden\"}"
+CREATE_SHAPE = "a JSON object with a string 'env_id' and, if you like, a string 'mode'"
+CALL_SHAPE = "a JSON object with a string 'name' and an object 'arguments'"
+
+
+def _read_body(raw: bytes, model: type[BaseModel], shape: str) -> dict[str, Any]:
+    """A hand-read body: through schemas.payload's guard (a 5,000-digit integer, nesting 100,000 deep, bytes that
+    are not UTF-8 or not JSON: each one line naming the limit), a JSON object, no field `model` does not take.
+    Every violation is a BadRequest (422) of one line that says what the body must be."""
     try:
-        body = payload.read(raw, "the body")
+        body = payload.read(raw, "the body")  # the one guard of every adapter
     except PayloadError as error:
-        raise BadRequest(f"malformed request: {error}; {shape}") from None
+        raise BadRequest(f"malformed request: {error}; the body must be {shape}") from None
     if not isinstance(body, dict):
-        raise BadRequest(f"malformed request: the body must be a JSON object; {shape}")
-    unknown = sorted(set(body) - set(CreateSession.model_fields))
+        raise BadRequest(f"malformed request: the body must be {shape}")
+    unknown = sorted(set(body) - set(model.model_fields))
     if unknown:
-        raise BadRequest(f"malformed request: unknown field {unknown[0]!r}; the body takes "
-                         f"{_field_names(CreateSession)}")
+        raise BadRequest(f"malformed request: unknown field {unknown[0]!r}; the body takes {_field_names(model)}")
+    return body
+
+
+def _create_body(raw: bytes) -> CreateSession:
+    """POST /sessions' body, its fields checked: a missing or non-string env_id or mode is one line."""
+    body = _read_body(raw, CreateSession, CREATE_SHAPE)
+    if "env_id" not in body:
+        raise BadRequest(f"malformed request: the body has no env_id; it must be {CREATE_SHAPE}")
     for field in CreateSession.model_fields:
         if field in body and not isinstance(body[field], str):
-            raise BadRequest(f"malformed request: {field} must be a string; {shape}")
-    if "env_id" not in body:
-        raise BadRequest(f"malformed request: the body has no env_id; {shape}")
+            raise BadRequest(f"malformed request: {field} must be a string; the body must be {CREATE_SHAPE}")
     return CreateSession(**body)
 
 
@@ -216,17 +224,9 @@ def create_app(load_spec: Callable[[str], EnvSpec], ttl_s: float = DEFAULT_TTL_S
     @app.post("/sessions/{session_id}/call", openapi_extra=_body_schema(ToolCall))
     async def call(session_id: str, request: Request):
         # parsed by hand: the hot path of a rollout, and a malformed body still gets one line
-        try:
-            body = payload.read(await request.body(), "the body")  # the one guard of every adapter
-        except PayloadError as error:
-            raise BadRequest(f"malformed request: {error}; send {{\"name\": ..., \"arguments\": {{...}}}}") from None
-        if not isinstance(body, dict) or not isinstance(body.get("name"), str):
-            raise BadRequest("malformed request: the body must be a JSON object with a string 'name' "
-                             "and an object 'arguments'")
-        unknown = sorted(set(body) - set(ToolCall.model_fields))
-        if unknown:
-            raise BadRequest(f"malformed request: unknown field {unknown[0]!r}; the body takes "
-                             f"{_field_names(ToolCall)}")
+        body = _read_body(await request.body(), ToolCall, CALL_SHAPE)
+        if not isinstance(body.get("name"), str):
+            raise BadRequest(f"malformed request: the body must be {CALL_SHAPE}")
         session, observation = store.call(session_id, body["name"], body.get("arguments"))
         env = session.env
         return Response(f'{{"observation":{observation},"turns":{env.turns},"done":{"true" if env.done else "false"}}}',
