@@ -34,24 +34,34 @@ def shard_failure(shard_key: str, stages: list[tuple[str, object]]) -> str:
 def _tries(future, wait_seconds: float = TRIES_WAIT_SECONDS) -> str:
     """' after N tries', as the API counts them, or '' when it cannot tell.
 
-    Task-run states reach the API as events, a moment after the task ends here: the count is read once the API
-    has the run's final state, so that a retry still in flight is not missed.
+    Task runs and their states reach the API as events, a moment after the task ends here (on a loaded host the run
+    itself can still be unknown to the API): the count is read once the API has the run's final state, so that a
+    retry still in flight is not missed.
     """
     try:
         from prefect.client.orchestration import get_client
 
         deadline = time.monotonic() + wait_seconds
         with get_client(sync_client=True) as client:
-            run = client.read_task_run(future.task_run_id)
-            while run.state is None or not run.state.is_final():
+            while (run := _read_task_run(client, future.task_run_id)) is None or run.state is None \
+                    or not run.state.is_final():
                 if time.monotonic() > deadline:
                     return ""
                 time.sleep(0.2)
-                run = client.read_task_run(future.task_run_id)
         runs = run.run_count
     except Exception:  # noqa: BLE001 - the count is a detail of the message, never a reason to lose the failure
         return ""
     return f" after {runs} tr{'y' if runs == 1 else 'ies'}"
+
+
+def _read_task_run(client, task_run_id):
+    """The task run as the API has it, or None while the API has not yet heard of it (its events are in flight)."""
+    from prefect.exceptions import ObjectNotFound
+
+    try:
+        return client.read_task_run(task_run_id)
+    except ObjectNotFound:
+        return None
 
 
 def final_state(summary: dict) -> State:
