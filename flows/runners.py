@@ -127,8 +127,10 @@ def connect_dask(workers: int = DEFAULT_DASK_WORKERS, dask_address: str | None =
         import dask
 
         with dask.config.set(WORKER_CONFIG):  # a nanny hands its worker the config it was made with
+            # no dashboard; the scheduler's HTTP server (health, metrics) on a free port, not on 8787 (a second
+            # run at once would warn "Port 8787 is already in use")
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                                   silence_logs=logging.CRITICAL)
+                                   scheduler_kwargs={"dashboard_address": ":0"}, silence_logs=logging.CRITICAL)
         client = Client(cluster, set_as_default=False, direct_to_workers=True)
     return DaskWorkers(client, cluster)
 

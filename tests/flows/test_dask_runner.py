@@ -120,3 +120,27 @@ def test_the_local_cluster_runs_its_workers_without_the_statistical_profiler():
     finally:
         pool.shutdown()
     assert len(profiling) == 2 and not any(profiling.values()), profiling
+
+
+def test_the_local_cluster_starts_without_a_warning_when_the_default_dashboard_port_is_taken():
+    """Two `--runner dask` runs at once (or anything on 8787): the second's scheduler used to warn "Port 8787 is
+    already in use. Perhaps you already have a cluster running?" on stderr; its HTTP server takes a free port."""
+    import warnings
+
+    from flows.runners import connect_dask
+
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        holder.bind(("", 8787))
+    except OSError:
+        pass  # something else holds it already: the case under test all the same
+    holder.listen()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            pool = connect_dask(workers=1)
+            pool.shutdown()
+    finally:
+        holder.close()
+    assert not [str(w.message) for w in caught if "8787" in str(w.message)]
