@@ -43,8 +43,7 @@ def _tries(future, wait_seconds: float = TRIES_WAIT_SECONDS) -> str:
 
         deadline = time.monotonic() + wait_seconds
         with get_client(sync_client=True) as client:
-            while (run := _read_task_run(client, future.task_run_id)) is None or run.state is None \
-                    or not run.state.is_final():
+            while (run := _finished_task_run(client, future.task_run_id)) is None:
                 if time.monotonic() > deadline:
                     return ""
                 time.sleep(0.2)
@@ -54,14 +53,16 @@ def _tries(future, wait_seconds: float = TRIES_WAIT_SECONDS) -> str:
     return f" after {runs} tr{'y' if runs == 1 else 'ies'}"
 
 
-def _read_task_run(client, task_run_id):
-    """The task run as the API has it, or None while the API has not yet heard of it (its events are in flight)."""
+def _finished_task_run(client, task_run_id):
+    """The task run as the API has it once its state there is final; None while the API has not yet heard of the run
+    or of its final state (their events are in flight)."""
     from prefect.exceptions import ObjectNotFound
 
     try:
-        return client.read_task_run(task_run_id)
+        run = client.read_task_run(task_run_id)
     except ObjectNotFound:
         return None
+    return run if run.state is not None and run.state.is_final() else None
 
 
 def final_state(summary: dict) -> State:

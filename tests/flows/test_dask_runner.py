@@ -133,9 +133,13 @@ def test_the_local_cluster_starts_without_a_warning_when_the_default_dashboard_p
     holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         holder.bind(("", 8787))
+        holder.listen()
     except OSError:
-        pass  # something else holds it already: the case under test all the same
-    holder.listen()
+        holder.close()  # something else holds 8787 already
+    probe = socket.socket()
+    with pytest.raises(OSError):  # the port is taken, by us or by whatever held it first
+        probe.bind(("", 8787))
+    probe.close()
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
